@@ -1,0 +1,53 @@
+# Two commands on a fresh machine: `make book` and `make test`. Both set themselves up.
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
+
+.PHONY: setup book serve lab test test-lib test-notebooks test-site bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	@touch $(STAMP)
+
+## make book: execute every notebook and build the site into _build/html (fails on any error or warning)
+book: $(STAMP)
+	rm -rf _build/html _build/jupyter_execute
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going --path-output .
+	@echo "Built. Open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:8000"
+
+## make serve: serve the built site on 127.0.0.1:8000
+serve:
+	@test -d _build/html || { echo "No site yet: run 'make book' first"; exit 1; }
+	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html
+
+## make lab: open the notebooks in JupyterLab
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab book/
+
+## make test: the library tests, nbval over every notebook, and the browser test of the built site
+test: $(STAMP) book test-lib test-notebooks test-site
+
+test-lib: $(STAMP)
+	$(PY) -m pytest tests -q --ignore=tests/test_site.py
+
+test-notebooks: $(STAMP)
+	$(PY) -m pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider $(NOTEBOOKS)
+
+test-site: $(STAMP)
+	@if [ -f tests/test_site.py ]; then $(PY) -m pytest -q tests/test_site.py; fi
+
+## make bench: speed and memory ratios (not part of make test)
+bench: $(STAMP)
+	$(PY) benchmarks/attention.py
+	@for b in benchmarks/widgets.py benchmarks/kv_cache.py; do if [ -f $$b ]; then $(PY) $$b; fi; done
+
+clean:
+	rm -rf _build

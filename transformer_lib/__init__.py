@@ -1,0 +1,46 @@
+"""transformer_lib: the Transformer of "The Transformer, Formula by Formula", one formula per function.
+
+Dimension legend, used everywhere in the library and the book:
+
+    B        batch size
+    T        sequence length (T_q queries, T_k keys; T_src / T_tgt in the encoder-decoder)
+    d_model  width of the residual stream
+    h        number of (query) heads; h_kv the number of K/V heads (GQA, MQA)
+    d_k      per-head width of queries and keys, d_model / h;  d_v per-head width of values
+    d_ff     hidden width of the feed-forward network
+
+Everything is batch-first, (B, T, d_model). Masks are bool with True = may attend, the
+convention of ``F.scaled_dot_product_attention``. Plotting and widgets live in
+``transformer_lib.widgets`` so that importing this package needs neither matplotlib nor ipywidgets.
+"""
+
+from .attention import attention_scores, fused_attention, scaled_dot_product_attention, softmax
+from .feed_forward import FeedForward
+from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
+from .layers import DecoderLayer, EncoderLayer
+from .masks import causal_mask, key_padding_to_attend, padding_mask
+from .norm import LayerNorm, layer_norm, layer_norm_article
+from .positional import apply_rope, rope_angles, sinusoidal_positional_encoding
+
+__all__ = [
+    "softmax",
+    "attention_scores",
+    "scaled_dot_product_attention",
+    "fused_attention",
+    "causal_mask",
+    "padding_mask",
+    "key_padding_to_attend",
+    "split_heads",
+    "merge_heads",
+    "repeat_kv",
+    "MultiHeadAttention",
+    "FeedForward",
+    "layer_norm",
+    "layer_norm_article",
+    "LayerNorm",
+    "sinusoidal_positional_encoding",
+    "rope_angles",
+    "apply_rope",
+    "EncoderLayer",
+    "DecoderLayer",
+]
