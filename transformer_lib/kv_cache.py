@@ -41,3 +41,94 @@ def cached_attention_step(
     mask = causal_mask(T_new, T_past + T_new, device=q_new.device)  # (T_new, T_past + T_new), end-aligned
     out, _ = scaled_dot_product_attention(q_new, repeat_kv(cache_k, n_rep), repeat_kv(cache_v, n_rep), mask)
     return out, cache_k, cache_v
+
+
+def kv_cache_nbytes(
+    n_layers: int, batch: int, n_kv_heads: int, T: int, d_head: int, dtype: torch.dtype = torch.float32
+) -> int:
+    """Bytes of a KV cache: 2 * n_layers * batch * n_kv_heads * T * d_head * bytes   (eq. kv-memory-total).
+
+    The 2 counts K and V. For an encoder-decoder, T is the decoder positions held for self-attention
+    plus T_src for the cross-attention K/V. GQA divides the total by n_heads / n_kv_heads.
+    """
+    return 2 * n_layers * batch * n_kv_heads * T * d_head * torch.empty((), dtype=dtype).element_size()
+
+
+class KVCache:
+    """What a decoder keeps between decoding steps, per decoder layer   (eq. kv-append, kv-memory-total).
+
+    - self-attention K and V, each (B, h_kv, T, d_k), one position appended per step;
+    - cross-attention K and V of the encoder output, each (B, h_kv, T_src, d_k), computed once.
+
+    ``capacity`` preallocates that many positions and writes each new K/V row in place, so a step
+    costs O(1) copying. ``capacity=None`` grows the tensors with ``torch.cat``, which copies the whole
+    cache at every step: simpler, same results, more memory traffic.
+    """
+
+    def __init__(
+        self,
+        n_layers: int,
+        batch: int,
+        n_kv_heads: int,
+        d_head: int,
+        capacity: int | None = None,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str | None = None,
+    ) -> None:
+        if capacity is not None and capacity < 0:
+            raise ValueError(f"capacity must be >= 0 or None, got {capacity}")
+        self.n_layers, self.capacity = n_layers, capacity
+        shape = (batch, n_kv_heads, 0 if capacity is None else capacity, d_head)  # (B, h_kv, T, d_k)
+        self._k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self._v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self._len = [0] * n_layers
+        self.cross_k: list[torch.Tensor | None] = [None] * n_layers  # (B, h_kv, T_src, d_k)
+        self.cross_v: list[torch.Tensor | None] = [None] * n_layers
+        self.cross_mask: torch.Tensor | None = None  # source key mask, broadcastable to (B, 1, 1, T_src)
+
+    @property
+    def length(self) -> int:
+        """Decoder positions held so far (the T of the self-attention cache)."""
+        return self._len[0]
+
+    def append(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """K <- [K; k_new], V <- [V; v_new] for one layer   (eq. kv-append); returns the full K, V (B, h_kv, T, d_k)."""
+        T0, T_new = self._len[layer], k_new.size(-2)
+        if self.capacity is None:
+            self._k[layer] = torch.cat([self._k[layer], k_new], dim=-2)  # copies all T0 + T_new rows
+            self._v[layer] = torch.cat([self._v[layer], v_new], dim=-2)
+        else:
+            if T0 + T_new > self.capacity:
+                raise ValueError(
+                    f"KV cache full: layer {layer} holds {T0} positions, {T_new} more would exceed capacity={self.capacity}"
+                )
+            self._k[layer][:, :, T0 : T0 + T_new] = k_new  # write the new rows in place
+            self._v[layer][:, :, T0 : T0 + T_new] = v_new
+        self._len[layer] = T0 + T_new
+        return self.self_kv(layer)
+
+    def self_kv(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The self-attention K, V of one layer held so far, each (B, h_kv, T, d_k) (views, no copy)."""
+        T = self._len[layer]
+        return self._k[layer][:, :, :T], self._v[layer][:, :, :T]
+
+    def set_cross(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Store the cross-attention K, V (B, h_kv, T_src, d_k) of the encoder output, computed once."""
+        self.cross_k[layer], self.cross_v[layer] = k, v
+
+    def tensors(self) -> list[torch.Tensor]:
+        """Every K/V tensor the cache holds: per layer self K, self V, then cross K, cross V if set."""
+        out = []
+        for i in range(self.n_layers):
+            out += list(self.self_kv(i))
+            out += [t for t in (self.cross_k[i], self.cross_v[i]) if t is not None]
+        return out
+
+    def nbytes(self) -> int:
+        """Bytes of the K/V held (the filled part of a preallocated buffer): compare with :func:`kv_cache_nbytes`."""
+        return sum(t.nbytes for t in self.tensors())
+
+    def allocated_nbytes(self) -> int:
+        """Bytes actually allocated, including preallocated positions not filled yet."""
+        own = sum(t.untyped_storage().nbytes() for t in self._k + self._v)
+        return own + sum(t.untyped_storage().nbytes() for t in self.cross_k + self.cross_v if t is not None)
