@@ -17,11 +17,13 @@ convention of ``F.scaled_dot_product_attention``. Plotting and widgets live in
 from .attention import attention_scores, fused_attention, scaled_dot_product_attention, softmax
 from .feed_forward import FeedForward
 from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
-from .kv_cache import cached_attention_step
+from .kv_cache import KVCache, cached_attention_step, kv_cache_nbytes
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask, key_padding_to_attend, padding_mask
 from .norm import LayerNorm, layer_norm, layer_norm_article
 from .positional import apply_rope, rope_angles, sinusoidal_positional_encoding
+from .model import Transformer, TransformerConfig, decode_step_macs, generate_macs
+from . import tasks
 
 __all__ = [
     "softmax",
@@ -45,4 +47,11 @@ __all__ = [
     "EncoderLayer",
     "DecoderLayer",
     "cached_attention_step",
+    "KVCache",
+    "kv_cache_nbytes",
+    "TransformerConfig",
+    "Transformer",
+    "decode_step_macs",
+    "generate_macs",
+    "tasks",
 ]

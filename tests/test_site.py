@@ -1,0 +1,520 @@
+"""The published site, checked in a real browser with no kernel and no outside network.
+
+Serves ``_build/html`` (built by ``make book``) on 127.0.0.1 and drives Debian's Chromium with
+Playwright. Every request to another host is blocked and counted. On every page of ``_toc.yml``:
+no request leaves 127.0.0.1, none fails, the console has no errors, every image has loaded, all math
+is typeset by the site's own MathJax (no raw ``\\[``, ``$$`` or ``\\frac`` left), no dead widget
+text (``interactive(children=...``, ``<function ...>``, ...) shows, and the page's own bytes (HTML,
+images, figure data: everything outside the shared ``_static/``) stay under 2 MB. On every
+interactive figure, each control changes what the reader sees (screenshots before and after differ)
+and hovering a heatmap cell shows its value. Search finds "softmax"; Chinese text is drawn with a
+CJK font; the Binder, Colab and download buttons point at the repository.
+
+On failure, screenshots go to ``_build/screenshots/``; ``TL_SITE_SHOTS=1`` saves one of every page.
+A per-page report (bytes transferred, own bytes, interactive figures) is written to
+``_build/site-report.md``. ``TL_SITE_DIR`` tests another built site (default ``_build/html``).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = Path(os.environ.get("TL_SITE_DIR", ROOT / "_build" / "html"))
+SHOTS = ROOT / "_build" / "screenshots"
+REPORT = ROOT / "_build" / "site-report.md"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-gpu",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+PAGE_BUDGET = 2 * 1024 * 1024  # a page's own content (not the shared theme and MathJax under _static/)
+SAVE_ALL_SHOTS = os.environ.get("TL_SITE_SHOTS") == "1"
+
+# What a reader sees when a notebook output could not be rendered without a kernel.
+DEAD_WIDGET_TEXT = re.compile(
+    r"interactive\(children=|<function \w|\bVBox\(|\bHBox\(|Output\(\)|Image\(value=|"
+    r"Interactive figure with controls|Loading widget|application/vnd\.jupyter\.widget|"
+    r"<Figure size \d|<matplotlib\.|<IPython\.core\.display|"
+    r"<[\w.]+ (?:object )?at 0x[0-9a-fA-F]+>"  # a bare object repr, e.g. <torch._C.Generator at 0x7f...>
+)
+# TeX that MathJax should have typeset but did not.
+RAW_MATH = re.compile(r"\\\[|\\\]|\$\$|\\frac|\\\(|\\sqrt\{|\\mathrm\{|\\top\b|\\begin\{")
+
+
+def _toc_pages() -> list[str]:
+    """Every page of the book, as paths of the built site, in _toc.yml's order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return [re.sub(r"\.(ipynb|md)$", "", f) + ".html" for f in files]
+
+
+PAGES = _toc_pages()
+
+
+def _notebook_sources() -> list[Path]:
+    stems = [p[: -len(".html")] for p in PAGES]
+    return [ROOT / f"{s}.ipynb" for s in stems if (ROOT / f"{s}.ipynb").exists()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Static server and browser
+# ---------------------------------------------------------------------------------------------
+class _CountingHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the built site and records (path, bytes) of every response body it sends."""
+
+    served: list[tuple[str, int]] = []
+
+    def copyfile(self, source, outputfile):
+        data = source.read()
+        outputfile.write(data)
+        self.served.append((urlsplit(self.path).path, len(data)))
+
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"No built site at {SITE}: run `make book` first (make test builds it before this test).")
+    missing = [p for p in PAGES if not (SITE / p).is_file()]
+    assert not missing, f"pages listed in _toc.yml but not built: {missing}"
+    return SITE
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    handler = functools.partial(_CountingHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in requirements.txt")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium fonts-noto-cjk)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def context(browser):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1, locale="en-US")
+    ctx.set_default_timeout(20_000)
+    yield ctx
+    ctx.close()
+
+
+class Visit:
+    """One page opened in the browser, with everything that happened while it loaded."""
+
+    def __init__(self, context, base: str, path: str):
+        self.path = path
+        self.page = context.new_page()
+        self.blocked: list[str] = []  # requests to other hosts (aborted)
+        self.failed: list[str] = []  # local requests that failed or answered >= 400
+        self.console_errors: list[str] = []
+        origin = urlsplit(base).netloc
+
+        def route(r):
+            if urlsplit(r.request.url).netloc == origin:
+                r.continue_()
+            else:
+                self.blocked.append(r.request.url)
+                r.abort()
+
+        self.page.route("**/*", route)
+        self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.console_errors.append(f"uncaught: {e}"))
+        self.page.on(
+            "requestfailed",
+            lambda r: urlsplit(r.url).netloc == origin and self.failed.append(f"{r.url} ({r.failure})"),
+        )
+        self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url} -> HTTP {r.status}"))
+        _CountingHandler.served.clear()
+        t0 = time.perf_counter()
+        self.page.goto(f"{base}/{path}", wait_until="load")
+        # MathJax typesets after load; its fonts arrive after that.
+        self.page.evaluate(
+            "async () => { if (window.MathJax && MathJax.startup && MathJax.startup.promise)"
+            " { await MathJax.startup.promise; } }"
+        )
+        self.page.wait_for_load_state("networkidle")
+        self.load_seconds = time.perf_counter() - t0
+        self.served = list(_CountingHandler.served)
+
+    @property
+    def bytes_total(self) -> int:
+        return sum(n for _, n in self.served)
+
+    @property
+    def bytes_own(self) -> int:
+        """The page's own content: everything but the shared theme/MathJax files and the search index."""
+        return sum(n for p, n in self.served if not p.startswith("/_static/") and p != "/searchindex.js")
+
+    def shot(self, name: str) -> Path:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        out = SHOTS / (re.sub(r"[^\w.-]+", "_", f"{self.path}-{name}") + ".png")
+        self.page.screenshot(path=str(out), full_page=True)
+        return out
+
+    def close(self):
+        self.page.close()
+
+
+# One pass over the page's DOM: images, leftover TeX, dead widget text, math and figures.
+AUDIT_JS = r"""
+async () => {
+  const imgs = Array.from(document.images);
+  imgs.forEach(i => { if (i.loading === "lazy") i.loading = "eager"; });
+  await Promise.all(imgs.map(i => i.decode().catch(() => null)));
+  const broken = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => (i.currentSrc || i.src).slice(0, 120));
+  const article = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
+  const CODE = "script, style, textarea, pre, code, kbd, .highlight, .cell_input, mjx-container, mjx-assistive-mml";
+  // Code listings are allowed to contain TeX and widget reprs; notebook text/plain outputs are not
+  // (they are where a dead widget shows up), so those are kept for the widget check.
+  const LISTING = "script, style, textarea, .cell_input, mjx-container, " +
+    "div[class*='highlight-']:not([class*='highlight-myst-ansi']), code.literal, .tl-frames";
+  function text(skip) {
+    const out = [];
+    const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT, {
+      acceptNode: n => (n.parentElement && n.parentElement.closest(skip)) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
+    });
+    while (walker.nextNode()) out.push(walker.currentNode.nodeValue);
+    return out.join(" ");
+  }
+  const maths = Array.from(document.querySelectorAll(".math"));
+  return {
+    images: imgs.length,
+    broken,
+    prose: text(CODE),
+    outputs: text(LISTING),
+    widget_views: document.querySelectorAll("script[type='application/vnd.jupyter.widget-view+json'], .jupyter-widgets").length,
+    math: maths.length,
+    untypeset: maths.filter(m => !m.querySelector("mjx-container")).map(m => m.textContent.slice(0, 80)),
+    mjx: document.querySelectorAll("mjx-container").length,
+    mjx_errors: Array.from(document.querySelectorAll("mjx-merror")).map(e => e.getAttribute("data-mjx-error") || "error"),
+    explorers: document.querySelectorAll(".tl-explorer").length,
+    title: document.title,
+  };
+}
+"""
+
+RESULTS: dict[str, dict] = {}
+
+
+def _context_around(text: str, match: re.Match, width: int = 60) -> str:
+    return text[max(0, match.start() - width) : match.end() + width].replace("\n", " ")
+
+
+def _change_control(control, kind: str, attempt: int) -> None:
+    """Move one control the way a reader would: arrow key on a slider, click a box, pick an option."""
+    if kind == "range":
+        at_max = control.evaluate("c => +c.value >= +c.max")
+        control.focus()
+        control.press("ArrowLeft" if at_max else "ArrowRight")
+    elif kind == "checkbox":
+        control.click()
+    else:  # select
+        n = control.evaluate("c => c.options.length")
+        current = control.evaluate("c => c.selectedIndex")
+        control.select_option(index=(current + 1 + attempt) % n)
+
+
+def _check_explorers(visit: Visit) -> list[str]:
+    """Every control of every interactive figure changes the picture; hovering a heatmap cell shows its value."""
+    problems = []
+    page = visit.page
+    explorers = page.locator(".tl-explorer")
+    for i in range(explorers.count()):
+        ex = explorers.nth(i)
+        figure = ex.locator(".tl-explorer-figure img")
+        figure.scroll_into_view_if_needed()
+        controls = ex.locator("[data-k]")
+        for j in range(controls.count()):
+            control = controls.nth(j)
+            kind = control.evaluate("c => c.tagName === 'SELECT' ? 'select' : c.type")
+            n_options = control.evaluate(
+                "c => c.tagName === 'SELECT' ? c.options.length : (c.type === 'range' ? +c.max + 1 : 2)"
+            )
+            before = figure.screenshot()
+            changed = False
+            for attempt in range(1 if kind == "checkbox" else max(1, n_options - 1)):
+                _change_control(control, kind, attempt)
+                after = figure.screenshot()
+                if after != before:
+                    changed = True
+                    break
+            if not changed:
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                (SHOTS / re.sub(r"[^\w.-]+", "_", f"{visit.path}-explorer{i}-control{j}.png")).write_bytes(before)
+                problems.append(f"figure {i + 1}, control {j + 1} ({kind}): changing it does not change the figure")
+        # Hover: point at the middle of the first heatmap of the frame on show, expect a read-out.
+        box = ex.evaluate(
+            """el => {
+                 const frames = JSON.parse(el.querySelector("script.tl-frames").textContent);
+                 const f = Object.values(frames).find(f => f.hover && f.hover.length);
+                 return f ? f.hover[0].box : null;
+               }"""
+        )
+        if box:
+            figure.scroll_into_view_if_needed()
+            r = figure.bounding_box()
+            page.mouse.move(r["x"] + (box[0] + box[2] * 0.5) * r["width"], r["y"] + (box[1] + box[3] * 0.5) * r["height"])
+            tip = ex.locator(".tl-hover")
+            if not (tip.is_visible() and ":" in tip.inner_text()):
+                problems.append(f"figure {i + 1}: hovering a heatmap cell shows no value")
+            page.mouse.move(0, 0)
+    return problems
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_works_offline(context, server, path):
+    visit = Visit(context, server, path)
+    try:
+        audit = visit.page.evaluate(AUDIT_JS)
+        problems = []
+        if visit.blocked:
+            problems.append(f"{len(visit.blocked)} requests to other hosts: {sorted(set(visit.blocked))[:5]}")
+        if visit.failed:
+            problems.append(f"{len(visit.failed)} failed requests: {visit.failed[:5]}")
+        if visit.console_errors:
+            problems.append(f"{len(visit.console_errors)} console errors: {visit.console_errors[:5]}")
+        if audit["broken"]:
+            problems.append(f"{len(audit['broken'])} images did not load: {audit['broken'][:3]}")
+        for m in list(RAW_MATH.finditer(audit["prose"]))[:3]:
+            problems.append(f"raw TeX on the page: ...{_context_around(audit['prose'], m)}...")
+        if audit["untypeset"]:
+            problems.append(f"{len(audit['untypeset'])} math elements not typeset: {audit['untypeset'][:3]}")
+        if audit["mjx_errors"]:
+            problems.append(f"MathJax errors: {audit['mjx_errors'][:3]}")
+        for m in list(DEAD_WIDGET_TEXT.finditer(audit["outputs"]))[:3]:
+            problems.append(f"dead widget text: ...{_context_around(audit['outputs'], m)}...")
+        if audit["widget_views"]:
+            problems.append(f"{audit['widget_views']} live-widget views that need a kernel")
+        if visit.bytes_own > PAGE_BUDGET:
+            problems.append(f"page's own content is {visit.bytes_own / 1e6:.2f} MB (> 2 MB)")
+        problems += _check_explorers(visit)
+        RESULTS[path] = {
+            "title": audit["title"],
+            "bytes": visit.bytes_total,
+            "own": visit.bytes_own,
+            "requests": len(visit.served),
+            "figures": audit["explorers"],
+            "images": audit["images"],
+            "math": audit["mjx"],
+            "seconds": visit.load_seconds,
+        }
+        if problems:
+            problems.append(f"(screenshot: {visit.shot('page')})")
+        elif SAVE_ALL_SHOTS:
+            visit.shot("page")
+        assert not problems, f"{path}:\n  " + "\n  ".join(problems)
+    finally:
+        visit.close()
+
+
+def test_math_is_typeset_by_the_sites_own_mathjax(context, server):
+    """At least one page has math, and it is MathJax 3 from _static/mathjax that typesets it."""
+    with_math = [p for p in PAGES if "mathjax" in (SITE / p).read_text(encoding="utf-8")]
+    assert with_math, "no page loads MathJax: is there no math in the book?"
+    visit = Visit(context, server, with_math[0])
+    try:
+        mj = [p for p, _ in visit.served if "mathjax" in p.lower()]
+        assert any(p.startswith("/_static/mathjax/") for p in mj), mj
+        version = visit.page.evaluate("() => window.MathJax && MathJax.version")
+        assert version and version.startswith("3."), version
+        assert visit.page.locator("mjx-container").count() > 0
+    finally:
+        visit.close()
+
+
+def test_search_finds_softmax(context, server):
+    visit = Visit(context, server, "search.html?q=softmax")
+    try:
+        page = visit.page
+        page.wait_for_function(
+            "() => document.querySelectorAll('#search-results ul.search li').length > 0"
+            " || /finished|did not match|no results/i.test((document.querySelector('#search-results') || {}).textContent || '')",
+            timeout=20_000,
+        )
+        hits = page.locator("#search-results ul.search li a")
+        assert hits.count() > 0, "search for 'softmax' found nothing"
+        first = hits.first.get_attribute("href")
+        assert first and ".html" in first, first
+        assert not visit.blocked and not visit.failed and not visit.console_errors, (
+            visit.blocked,
+            visit.failed,
+            visit.console_errors,
+        )
+    except Exception:
+        visit.shot("search")
+        raise
+    finally:
+        visit.close()
+
+
+def test_chinese_text_uses_a_cjk_font(context, server):
+    """Every page with Chinese characters draws them with a CJK font (no tofu boxes)."""
+    checked = {}
+    for path in PAGES:
+        if not re.search(r"[\u3400-\u9fff]", (SITE / path).read_text(encoding="utf-8")):
+            continue
+        visit = Visit(context, server, path)
+        try:
+            marked = visit.page.evaluate(
+                r"""() => {
+                  const walker = document.createTreeWalker(document.querySelector('article') || document.body, NodeFilter.SHOW_TEXT);
+                  let n = 0;
+                  while (walker.nextNode()) {
+                    const t = walker.currentNode;
+                    if (/[\u3400-\u9fff]/.test(t.nodeValue) && t.parentElement && !t.parentElement.closest('script,style')) {
+                      t.parentElement.setAttribute('data-tl-cjk', String(n++));
+                      if (n >= 5) break;
+                    }
+                  }
+                  return n;
+                }"""
+            )
+            if not marked:
+                continue
+            cdp = visit.page.context.new_cdp_session(visit.page)
+            cdp.send("DOM.enable")
+            cdp.send("CSS.enable")
+            root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+            fonts = []
+            for node in cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": "[data-tl-cjk]"})["nodeIds"]:
+                used = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+                fonts.append({f["familyName"]: f["glyphCount"] for f in used})
+            cdp.detach()
+            checked[path] = fonts
+            for used in fonts:
+                assert any(re.search(r"CJK|Han Sans|SC$|TC$|Hei|Song|Ming|PingFang|YaHei", name) for name in used), (
+                    f"{path}: Chinese text drawn with {used}, not a CJK font (tofu?)"
+                )
+        finally:
+            visit.close()
+    glossary = [p for p in PAGES if "glossary" in p]
+    if glossary and re.search(r"[\u3400-\u9fff]", (SITE / glossary[0]).read_text(encoding="utf-8")):
+        assert glossary[0] in checked
+    # The site's CSS puts a CJK font in the stack for any reader whose system lacks one of ours.
+    css = (SITE / "_static" / "tl-site.css").read_text(encoding="utf-8")
+    assert '"Noto Sans CJK SC"' in css and '"Noto Sans CJK TC"' in css and ":lang(zh" in css
+
+
+def test_launch_and_download_buttons(site):
+    """Each chapter offers Binder, Colab and a download of its .ipynb, all pointing at the repository."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo = config["repository"]["url"].rstrip("/")
+    owner_repo = urlsplit(repo).path.strip("/")
+    notebooks = [p for p in PAGES if (ROOT / p.replace(".html", ".ipynb")).exists()]
+    assert notebooks
+    for path in notebooks:
+        html = (site / path).read_text(encoding="utf-8")
+        nb = path.replace(".html", ".ipynb")
+        assert f"mybinder.org/v2/gh/{owner_repo}/" in html and nb in html, f"{path}: no Binder button"
+        assert f"colab.research.google.com/github/{owner_repo}/blob/" in html, f"{path}: no Colab button"
+        download = re.search(r'href="([^"]*_sources/[^"]*\.ipynb)"', html)
+        assert download, f"{path}: no download-.ipynb button"
+        target = (site / Path(path).parent / download.group(1)).resolve()
+        assert target.is_file(), f"{path}: download button points at missing {target}"
+
+
+def test_notebooks_install_the_library_when_missing():
+    """In Colab (no transformer_lib), each chapter's first code cell installs the library from the repository."""
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
+    for path in _notebook_sources():
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+        if not code or not any("transformer_lib" in c for c in code):
+            continue  # a page that does not use the library needs no install
+        first = code[0]
+        assert "except ImportError" in first and "%pip install" in first and f"git+{repo}" in first, (
+            f"{path.name}: first code cell does not install transformer_lib when it is missing"
+        )
+
+
+def test_binder_environment():
+    """Binder builds binder/requirements.txt from the repository root: CPU torch, the notebooks' needs, the library."""
+    lines = [
+        ln.split("#")[0].strip()
+        for ln in (ROOT / "binder" / "requirements.txt").read_text().splitlines()
+        if ln.split("#")[0].strip()
+    ]
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
+    assert any(re.fullmatch(r"torch==[\d.]+\+cpu", ln) for ln in lines), lines
+    for pkg in ("numpy", "matplotlib", "ipywidgets"):
+        assert any(ln.startswith(pkg) for ln in lines), f"binder/requirements.txt lacks {pkg}"
+    assert "-e ." in lines, "binder/requirements.txt must install the repository's own library"
+    runtime = (ROOT / "binder" / "runtime.txt").read_text().strip()
+    assert re.fullmatch(r"python-3\.\d+", runtime), runtime
+
+
+def test_deploy_workflow_is_the_same_build():
+    """The Pages workflow runs `make book` and publishes _build/html."""
+    wf = yaml.safe_load((ROOT / ".github" / "workflows" / "deploy.yml").read_text())
+    steps = [s for job in wf["jobs"].values() for s in job.get("steps", [])]
+    runs = " ".join(s.get("run", "") for s in steps)
+    assert re.search(r"\bmake book\b", runs), runs
+    uploads = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-pages-artifact")]
+    assert uploads and uploads[0]["with"]["path"] == "_build/html"
+    assert any(str(s.get("uses", "")).startswith("actions/deploy-pages") for s in steps)
+    triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on:` key as True
+    assert "push" in triggers and "workflow_dispatch" in triggers
+    assert wf["permissions"]["pages"] == "write" and wf["permissions"]["id-token"] == "write"
+
+
+def test_report():
+    """Writes the per-page report (bytes, figures) of the pages visited above."""
+    if not RESULTS:
+        pytest.skip("no page was visited in this run")
+    rows = [
+        "| page | title | requests | bytes transferred | own bytes | interactive figures | images | math | load s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for path, r in RESULTS.items():
+        rows.append(
+            f"| {path} | {r['title'].split(' — ')[0]} | {r['requests']} | {r['bytes']:,} | {r['own']:,} "
+            f"| {r['figures']} | {r['images']} | {r['math']} | {r['seconds']:.1f} |"
+        )
+    total = sum(r["figures"] for r in RESULTS.values())
+    rows.append(f"\n{len(RESULTS)} pages, {total} interactive figures.")
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text("\n".join(rows) + "\n")
+    assert all(r["own"] <= PAGE_BUDGET for r in RESULTS.values())

@@ -1,0 +1,239 @@
+"""Chapter 7 figures and the depth experiment: residual connections and LayerNorm.
+
+``SublayerStack`` stacks ``depth`` position-wise feed-forward sublayers (chapter 6) wired in one of
+five ways (``VARIANTS``): without residual or norm, with LayerNorm only, with the residual only,
+Post-LN (eq. add-norm) and Pre-LN (eq. pre-ln). ``teacher_task`` is the small regression problem
+the chapter trains them on. ``depth_explorer()`` redraws precomputed statistics of the stacks at
+initialisation; ``layer_norm_explorer()`` shows one vector through both LayerNorm formulas.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import matplotlib.patches as mpatches
+from matplotlib.ticker import FuncFormatter, NullFormatter
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import transformer_lib as tl
+
+from .explorer import Explorer
+
+# How each sublayer F is wired into the stream x (eq. residual, add-norm, pre-ln).
+VARIANTS = {
+    "plain": "x \u2190 F(x)",
+    "LN only": "x \u2190 LN(F(x))",
+    "residual": "x \u2190 x + F(x)",
+    "Post-LN": "x \u2190 LN(x + F(x))",
+    "Pre-LN": "x \u2190 x + F(LN(x))",
+}
+COLORS = {"plain": "#7f7f7f", "LN only": "#9467bd", "residual": "#ff7f0e", "Post-LN": "#1f77b4", "Pre-LN": "#2ca02c"}
+D_MODEL = 32
+
+
+class SublayerStack(nn.Module):
+    """``depth`` FeedForward sublayers (d_ff = 2 d_model) wired as ``variant``, then a linear read-out.
+
+    Pre-LN ends with a final LayerNorm before the read-out, as Pre-LN Transformers do.
+    """
+
+    def __init__(self, d_model: int, depth: int, variant: str) -> None:
+        super().__init__()
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
+        self.variant = variant
+        self.sublayers = nn.ModuleList([tl.FeedForward(d_model, 2 * d_model) for _ in range(depth)])
+        uses_norm = variant in ("LN only", "Post-LN", "Pre-LN")
+        self.norms = nn.ModuleList([tl.LayerNorm(d_model) if uses_norm else nn.Identity() for _ in range(depth)])
+        self.final_norm = tl.LayerNorm(d_model) if variant == "Pre-LN" else nn.Identity()
+        self.readout = nn.Linear(d_model, d_model)
+
+    def step(self, x: torch.Tensor, l: int) -> torch.Tensor:
+        """One sublayer l applied to the stream x (..., d_model), wired as ``self.variant``."""
+        f, ln, v = self.sublayers[l], self.norms[l], self.variant
+        if v == "plain":
+            return f(x)
+        if v == "LN only":
+            return ln(f(x))
+        if v == "residual":
+            return x + f(x)  # eq. residual
+        if v == "Post-LN":
+            return ln(x + f(x))  # eq. add-norm
+        return x + f(ln(x))  # eq. pre-ln
+
+    def forward(self, x: torch.Tensor, trace: list | None = None, skip: int | None = None) -> torch.Tensor:
+        """x (..., d_model) -> prediction (..., d_model). ``trace`` collects the stream after every
+        sublayer; ``skip`` leaves sublayer number ``skip`` out (the stream passes it unchanged)."""
+        for l in range(len(self.sublayers)):
+            if l != skip:
+                x = self.step(x, l)
+            if trace is not None:
+                trace.append(x.detach())
+        return self.readout(self.final_norm(x))
+
+
+def teacher_task(n: int, d_model: int = D_MODEL, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """n inputs x ~ N(0, I) and targets y = 2 tanh(x A) B from a fixed random teacher (A, B)."""
+    g = torch.Generator().manual_seed(1234)  # the teacher is the same for every call
+    A = torch.randn(d_model, 2 * d_model, generator=g) / d_model**0.5
+    B = torch.randn(2 * d_model, d_model, generator=g) / (2 * d_model) ** 0.5
+    x = torch.randn(n, d_model, generator=torch.Generator().manual_seed(seed))
+    return x, 2 * torch.tanh(x @ A) @ B
+
+
+def init_statistics(depth: int, variant: str, x: torch.Tensor, y: torch.Tensor, seed: int = 0) -> dict:
+    """A fresh stack's gradient norm per sublayer, stream norm per depth and input similarity per depth."""
+    torch.manual_seed(seed)
+    model = SublayerStack(x.size(-1), depth, variant)
+    trace = [x]
+    F.mse_loss(model(x, trace), y).backward()
+    grad = [torch.sqrt(sum(p.grad.pow(2).sum() for p in s.parameters())).item() for s in model.sublayers]
+    act = [h.norm(dim=-1).mean().item() for h in trace]  # ||x_l|| averaged over the batch
+    sim = []
+    for h in trace:  # mean cosine similarity between the streams of two different inputs
+        u = F.normalize(h, dim=-1)  # (n, d_model), unit rows
+        c = u @ u.T  # (n, n)
+        n = c.size(0)
+        sim.append(((c.sum() - c.diagonal().sum()) / (n * (n - 1))).item())
+    return {"grad": np.array(grad), "act": np.array(act), "sim": np.array(sim)}
+
+
+DEPTHS = [4, 8, 16, 24]
+MEASURES = ["gradient norm per sublayer", "stream norm \u2016x\u2097\u2016", "similarity of different inputs"]
+
+
+@lru_cache(maxsize=1)
+def depth_profiles() -> dict:
+    """init_statistics for every depth in DEPTHS and every variant (computed once, about 0.3 s)."""
+    x, y = teacher_task(64, seed=99)
+    return {(L, v): init_statistics(L, v, x, y) for L in DEPTHS for v in VARIANTS}
+
+
+def draw_depth(fig, depth: int = 16, measure: str = MEASURES[0], profiles: dict | None = None) -> None:
+    """One measure against depth for the five wirings of the same freshly initialised stack."""
+    profiles = depth_profiles() if profiles is None else profiles
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.12, right=0.97, bottom=0.13, top=0.9)
+    key = {MEASURES[0]: "grad", MEASURES[1]: "act", MEASURES[2]: "sim"}[measure]
+    for v in VARIANTS:
+        vals = profiles[(depth, v)][key]
+        start = 1 if key == "grad" else 0  # gradients belong to sublayers 1..L, streams to depths 0..L
+        ax.plot(np.arange(start, start + len(vals)), vals, "o-", ms=3, color=COLORS[v], label=f"{v}:  {VARIANTS[v]}")
+    if key == "grad":
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0e}"))  # plain text: no mathtext, faster
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylabel("\u2016\u2202loss/\u2202\u03b8\u2016 of the sublayer")
+        ax.set_xlabel("sublayer l (1 = next to the input)")
+    elif key == "act":
+        ax.set_ylabel("mean \u2016x\u2097\u2016 over a batch")
+        ax.set_xlabel("depth l (0 = the input)")
+        ax.set_ylim(0, None)
+    else:
+        ax.set_ylabel("mean cos(x\u2097 of input a, x\u2097 of input b)")
+        ax.set_xlabel("depth l (0 = the input)")
+        ax.set_ylim(-0.1, 1.05)
+    ax.set_title(f"{depth} sublayers at initialisation: {measure}", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left" if key == "sim" else "lower right")
+    ax.grid(alpha=0.3)
+
+
+def depth_explorer() -> Explorer:
+    """Pick the depth and the measure; the statistics are computed once and only redrawn."""
+    depth_profiles()
+    return Explorer(
+        draw_depth,
+        {"depth": DEPTHS, "measure": MEASURES},
+        defaults={"depth": 16},
+        labels={"depth": "sublayers", "measure": "show"},
+        figsize=(7, 4.2),
+        title="Five wirings of the same stack, before any training",
+    )
+
+
+# -- LayerNorm of one vector -----------------------------------------------------------------------
+_RAW = torch.tensor([-3.0, -1.0, -1.0, 5.0, 2.0, -2.0, 0.5, -0.5], dtype=torch.float64)  # sums to 0
+PATTERN = _RAW / _RAW.pow(2).mean().sqrt()  # mean 0, (biased) std exactly 1
+SPREADS = [1e-4, 1e-3, 1e-2, 1.0]
+EPSILONS = [1e-5, 1e-2]
+AFFINES = {"\u03b3 = 1, \u03b2 = 0": (1.0, 0.0), "\u03b3 = 2, \u03b2 = 1": (2.0, 1.0)}
+
+
+def draw_layer_norm(fig, spread: float = 1.0, eps: float = 1e-5, affine: str = "\u03b3 = 1, \u03b2 = 0") -> None:
+    """z = 4 + spread * PATTERN, then LN(z) by PyTorch's formula (bars) and the article's (dots)."""
+    g, b = AFFINES[affine]
+    z = 4.0 + spread * PATTERN  # float64: the offset 4 costs no precision
+    gamma, beta = torch.full_like(z, g), torch.full_like(z, b)
+    ours = tl.layer_norm(z, gamma, beta, eps).numpy()
+    article = tl.layer_norm_article(z, gamma, beta, eps).numpy()
+    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.25]})
+    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.13, top=0.86, wspace=0.35)
+    idx = np.arange(len(z))
+    ax1.bar(idx, z.numpy() - 4.0, color="#bbbbbb")
+    ax1.axhline(0, color="k", lw=0.8)
+    ax1.set_title(f"input z = 4 + deviations\n\u03c3 = {z.std(unbiased=False).item():.0e}", fontsize=9)
+    ax1.set_ylabel("z \u2212 4")
+    ax1.set_xlabel("feature")
+    ax2.bar(idx, ours - b, bottom=b, color="#1f77b4", alpha=0.8, label="(z\u2212\u03bc)/\u221a(\u03c3\u00b2+\u03b5)  (PyTorch)")
+    ax2.plot(idx, article, "o", color="#d62728", ms=5, label="(z\u2212\u03bc)/(\u03c3+\u03b5)  (article)")
+    ax2.axhline(b, color="k", lw=0.8, ls=":")
+    ax2.set_ylim(-3.2 * g + b, 3.2 * g + b)
+    ax2.set_xlabel("feature")
+    ax2.set_title(
+        f"LN(z), {affine}, \u03b5 = {eps:g}\nstd of \u1e91: PyTorch {ours.std() / g:.3f}, article {article.std() / g:.3f}",
+        fontsize=9,
+    )
+    ax2.legend(fontsize=7, loc="upper left")
+
+
+def layer_norm_explorer() -> Explorer:
+    """Shrink the spread of z towards sqrt(eps) and watch the two formulas part ways."""
+    return Explorer(
+        draw_layer_norm,
+        {"spread": SPREADS, "eps": EPSILONS, "affine": list(AFFINES)},
+        defaults={"spread": 1.0},
+        labels={"spread": "spread \u03c3 of z", "eps": "\u03b5", "affine": "\u03b3, \u03b2"},
+        figsize=(7, 3.6),
+        title="LayerNorm of one vector: spread, \u03b5, \u03b3 and \u03b2",
+    )
+
+
+# -- which slice of (B, T, d_model) each norm averages over ----------------------------------------
+def draw_norm_axes(fig, B: int = 3, T: int = 5, d: int = 6, pad: tuple = (0, 2, 1)) -> None:
+    """A (B, T, d_model) batch drawn as B grids (rows = positions, columns = features), twice: the
+    values that ONE LayerNorm statistic averages (one token's features) and the values that ONE
+    BatchNorm statistic averages (one feature of every token of every sequence). The last
+    ``pad[b]`` positions of sequence b are padding (hatched)."""
+    axes = fig.subplots(2, 1)
+    fig.subplots_adjust(left=0.02, right=0.98, bottom=0.02, top=0.93, hspace=0.32)
+    gap = 1.5
+    for ax, kind in zip(axes, ("LayerNorm", "BatchNorm")):
+        for b in range(B):
+            ox = b * (d + gap)
+            for t in range(T):
+                is_pad = t >= T - pad[b]
+                for j in range(d):
+                    hit = (b == 0 and t == 1) if kind == "LayerNorm" else (j == 2)
+                    face = ("#e76f51" if is_pad else "#f4a261") if hit else "white"
+                    ax.add_patch(mpatches.Rectangle((ox + j, T - 1 - t), 1, 1, facecolor=face, edgecolor="#555555",
+                                                    lw=0.6, hatch="///" if is_pad else None))
+            ax.text(ox + d / 2, T + 0.25, f"sequence b = {b}" + (f"  ({pad[b]} padded)" if pad[b] else ""),
+                    ha="center", fontsize=8)
+        ax.annotate("", xy=(d, -0.35), xytext=(0, -0.35), arrowprops=dict(arrowstyle="<->", lw=0.8))
+        ax.text(d / 2, -1.0, "d_model features", ha="center", va="center", fontsize=8)
+        ax.annotate("", xy=(-0.35, 0), xytext=(-0.35, T), arrowprops=dict(arrowstyle="<->", lw=0.8))
+        ax.text(-0.9, T / 2, "T positions", rotation=90, ha="center", va="center", fontsize=8)
+        ax.set_xlim(-1.4, B * d + (B - 1) * gap + 0.2)
+        ax.set_ylim(-1.5, T + 0.8)
+        ax.set_aspect("equal")
+        ax.axis("off")
+    axes[0].set_title("LayerNorm: one \u03bc and one \u03c3\u00b2 per token, from its own d_model features "
+                      "(B\u00b7T separate statistics)", fontsize=9)
+    axes[1].set_title("BatchNorm: one \u03bc and one \u03c3\u00b2 per feature, from all B\u00b7T tokens "
+                      "(padding included unless masked)", fontsize=9)
+
+
+EXPLORERS = {"depth": depth_explorer, "layer_norm": layer_norm_explorer}
