@@ -711,7 +711,14 @@ SOLUTIONS = published_solutions()
 def test_published_solution_passes_its_checker(notebook, checker, fn, code, capsys):
     assert code, f"{notebook}: the solution after the cell calling {checker}({fn}) shows no code defining {fn}"
     namespace = {"torch": torch, "nn": torch.nn, "F": F, "math": math, "tl": tl}
+    namespace.update({name: getattr(ex, name) for name in ex.__all__})  # a solution may end with its check call
     exec(compile(code, f"<{notebook} solution of {fn}>", "exec"), namespace)  # noqa: S102
     getattr(ex, checker)(namespace[fn])
     out = capsys.readouterr().out
     assert out.startswith(f"{checker}: correct"), f"{notebook}: the published solution of {fn} does not pass: {out}"
+
+
+def test_every_checker_is_called_by_a_chapter():
+    called = {checker for _, checker, _, _ in SOLUTIONS}
+    unused = sorted({c.__name__ for c in CHECKERS} - called)
+    assert not unused, f"no chapter exercise calls {unused}"

@@ -17,7 +17,7 @@ convention of ``F.scaled_dot_product_attention``. Plotting and widgets live in
 from .attention import attention_scores, fused_attention, scaled_dot_product_attention, softmax
 from .feed_forward import FeedForward
 from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
-from .kv_cache import KVCache, cached_attention_step, kv_cache_nbytes
+from .kv_cache import KVCache, cached_attention_step, kv_cache_nbytes, time_decoding
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask, key_padding_to_attend, padding_mask
 from .norm import LayerNorm, layer_norm, layer_norm_article
@@ -49,6 +49,7 @@ __all__ = [
     "cached_attention_step",
     "KVCache",
     "kv_cache_nbytes",
+    "time_decoding",
     "TransformerConfig",
     "Transformer",
     "decode_step_macs",

@@ -1,6 +1,8 @@
-"""Cached attention for autoregressive decoding (chapter 12)."""
+"""The KV cache (chapter 12): one cached attention step, the per-layer cache of a decoder, its memory formula, a step timer."""
 
 from __future__ import annotations
+
+import time
 
 import torch
 
@@ -132,3 +134,21 @@ class KVCache:
         """Bytes actually allocated, including preallocated positions not filled yet."""
         own = sum(t.untyped_storage().nbytes() for t in self._k + self._v)
         return own + sum(t.untyped_storage().nbytes() for t in self.cross_k + self.cross_v if t is not None)
+
+
+def time_decoding(model, src: torch.Tensor, max_new_tokens: int, use_cache: bool) -> dict[str, list[float]]:
+    """Seconds of each greedy decoding step of ``model.generate_steps`` (a :class:`~transformer_lib.Transformer`).
+
+    Returns {"wall": wall-clock seconds, "cpu": CPU seconds of this process}, one entry per step.
+    On a machine shared with other jobs, wall-clock time also counts the time spent waiting for a
+    core; CPU time counts only the work done. Step 1 also pays for the encoder (and, with the
+    cache, the memory's cross-attention K/V).
+    """
+    wall, cpu = [], []
+    w0, c0 = time.perf_counter(), time.process_time()
+    for _ in model.generate_steps(src, max_new_tokens, use_cache=use_cache):
+        w1, c1 = time.perf_counter(), time.process_time()
+        wall.append(w1 - w0)
+        cpu.append(c1 - c0)
+        w0, c0 = w1, c1
+    return {"wall": wall, "cpu": cpu}

@@ -55,7 +55,7 @@ def draw_pipeline(ax) -> None:
 
     boxes = [  # (label, formula, chapter, width)
         ("tokens", "$X$", "ch. 1 and 8", 0.1),
-        ("projections", "$Q, K, V = XW_Q, XW_K, XW_V$", "ch. 1", 0.18),
+        ("projections", "$XW_Q,\\ XW_K,\\ XW_V$", "ch. 1", 0.17),
         ("scores", r"$S = QK^\top/\sqrt{d_k}$", "ch. 2", 0.14),
         ("mask", r"$-\infty$ where masked", "ch. 4", 0.14),
         ("weights", r"$A=\mathrm{softmax}(S)$", "ch. 3", 0.14),

@@ -57,7 +57,7 @@ def scale_explorer() -> Explorer:
         draw_scale,
         {"d_k": D_KS, "scale": [True, False]},
         defaults={"d_k": 64},
-        labels={"d_k": "d_k", "scale": "divide by \u221ad_k"},
+        labels={"d_k": "$d_k$", "scale": r"divide by $\sqrt{d_k}$"},
         figsize=(6, 4),
         title="Random queries and keys: the attention weights with and without the scale",
     )

@@ -63,7 +63,7 @@ def temperature_explorer() -> Explorer:
         draw_temperature,
         {"tau": TAUS},
         defaults={"tau": 1},
-        labels={"tau": "temperature \u03c4"},
+        labels={"tau": r"temperature $\tau$"},
         figsize=(6, 4),
         title="Temperature: from a hard choice to an even average",
     )
@@ -101,7 +101,7 @@ def hull_explorer() -> Explorer:
         draw_hull,
         {"tau": TAUS, "query": WORDS},
         defaults={"tau": 1, "query": "dog"},
-        labels={"tau": "temperature \u03c4", "query": "query"},
+        labels={"tau": r"temperature $\tau$", "query": "query"},
         figsize=(5, 4),
         title="Each output is a weighted average of the values",
     )

@@ -1,11 +1,11 @@
-"""Chapter 5 figures: what each head of a multi-head attention looks at, and how GQA shares K/V heads.
+"""Chapter 5 figures: what each head of a multi-head attention looks at, and how GQA shares K/V.
 
-``handbuilt_attention(n_kv_heads)`` is a 4-head ``tl.MultiHeadAttention`` whose weights are set by
-hand so that every head has one readable job (previous token, current token, same word, first
-token). Its GQA and MQA versions are made the way Ainslie et al. convert a trained model: the
-K and V projections of the heads in a group are averaged. ``heads_explorer()`` shows any head's
-map for each variant; ``groups_explorer()`` draws which query head reads which K/V head after
-``repeat_kv`` (right) or ``repeat`` (wrong).
+``handbuilt_attention(n_kv_heads)`` is a 4-head ``tl.MultiHeadAttention`` whose weights are set
+by hand so that every head has one readable job (previous token, current token, same word,
+first token). Its GQA and MQA versions are made the way Ainslie et al. convert a trained
+model: the K and V projections of the heads in a group are averaged. ``heads_explorer()``
+shows any head's map for each variant; ``groups_explorer()`` draws which query head reads
+which K/V head after ``repeat_kv`` (right) or ``repeat`` (wrong).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .explorer import Explorer, heatmap
 SENTENCE = ["the", "cat", "sat", "on", "the", "mat"]
 HEAD_JOBS = ["previous token", "current token", "same word", "first token"]
 D_MODEL, N_HEADS, D_K = 32, 4, 8  # d_k = d_model / h
-MAX_T, CONST = 8, 16  # input dims 0..7: position one-hot; 8..15: word one-hot; 16: a constant 1
+MAX_T, CONST = 8, 16  # input dims 0..7: position one-hot; 8..15: word one-hot; 16: constant 1
 
 
 def embed(tokens: list[str]) -> torch.Tensor:
@@ -37,9 +37,9 @@ def embed(tokens: list[str]) -> torch.Tensor:
 
 
 def handbuilt_attention(n_kv_heads: int = N_HEADS, sharpness: float = 4.0) -> tl.MultiHeadAttention:
-    """Four heads with one job each; with n_kv_heads < 4 the K/V heads of each group are averaged."""
+    """Four heads with one job each; with n_kv_heads < 4, each group's K/V heads are averaged."""
     c = sharpness * math.sqrt(D_K)  # a matching query-key pair scores `sharpness` after / sqrt(d_k)
-    Wq, Wk, Wv = (torch.zeros(N_HEADS, D_K, D_MODEL) for _ in range(3))  # per head: (d_k, d_model)
+    Wq, Wk, Wv = (torch.zeros(N_HEADS, D_K, D_MODEL) for _ in range(3))  # per head (d_k, d_model)
     for t in range(1, MAX_T):
         Wq[0, t - 1, t] = c  # head 0 asks for position t - 1 ...
     for t in range(MAX_T):
@@ -57,8 +57,8 @@ def handbuilt_attention(n_kv_heads: int = N_HEADS, sharpness: float = 4.0) -> tl
     Wk = Wk.view(n_kv_heads, n_rep, D_K, D_MODEL).mean(1)  # GQA conversion: mean over each group
     Wv = Wv.view(n_kv_heads, n_rep, D_K, D_MODEL).mean(1)
     m = tl.MultiHeadAttention(D_MODEL, N_HEADS, n_kv_heads, bias=False)
-    with torch.no_grad():
-        m.q_proj.weight.copy_(Wq.reshape(N_HEADS * D_K, D_MODEL))  # nn.Linear stores (out, in)
+    with torch.no_grad():  # nn.Linear stores (out, in): the heads' blocks stacked on dim 0
+        m.q_proj.weight.copy_(Wq.reshape(N_HEADS * D_K, D_MODEL))
         m.k_proj.weight.copy_(Wk.reshape(n_kv_heads * D_K, D_MODEL))
         m.v_proj.weight.copy_(Wv.reshape(n_kv_heads * D_K, D_MODEL))
         m.o_proj.weight.copy_(torch.eye(D_MODEL))
@@ -70,7 +70,7 @@ _HEAD_CHOICES = [f"head {i}: {job}" for i, job in enumerate(HEAD_JOBS)] + ["mean
 
 
 def head_weights(n_kv_heads: int, causal: bool, tokens: list[str] = SENTENCE) -> torch.Tensor:
-    """(h, T, T) attention weights of the hand-built model on ``tokens``."""
+    """(h, T, T) attention weights of the hand-built layer on ``tokens``."""
     x = embed(tokens)
     mask = tl.causal_mask(len(tokens)) if causal else None
     with torch.no_grad():
@@ -78,26 +78,29 @@ def head_weights(n_kv_heads: int, causal: bool, tokens: list[str] = SENTENCE) ->
     return w[0]
 
 
-def draw_head(fig, head: str = _HEAD_CHOICES[0], variant: str = "MHA (h_kv = 4)", causal: bool = True):
-    w = head_weights(_VARIANTS[variant], causal)  # (h, T, T)
+def draw_head(fig, head: str = _HEAD_CHOICES[0], variant: str = "MHA (h_kv = 4)"):
+    """One head's causal attention map (or the mean over heads) for one K/V variant."""
+    w = head_weights(_VARIANTS[variant], causal=True)  # (h, T, T)
     k = _HEAD_CHOICES.index(head)
-    values = w.mean(0) if k == N_HEADS else w[k]  # nn.MultiheadAttention's default is this mean
+    values = w.mean(0) if k == N_HEADS else w[k]  # the mean: nn.MultiheadAttention's default
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.14, right=0.9, bottom=0.17, top=0.9)
-    masked = ~tl.causal_mask(len(SENTENCE)).numpy() if causal else None
-    return heatmap(ax, values.numpy(), SENTENCE, SENTENCE, title=f"{variant}: {head}", masked=masked,
-                   annotate=True)
+    future = ~tl.causal_mask(len(SENTENCE)).numpy()
+    shown = np.where(future, np.nan, values.numpy())  # NaN: the hover read-out says "masked"
+    return heatmap(ax, shown, SENTENCE, SENTENCE, title=f"{variant}: {head}",
+                   masked=future, annotate=True)
 
 
 def heads_explorer() -> Explorer:
-    """Choose a head, the K/V sharing and the causal mask; see that head's attention map (30 frames)."""
+    """Choose a head and the K/V sharing; see that head's causal attention map (15 frames)."""
     return Explorer(
         draw_head,
-        {"head": _HEAD_CHOICES, "variant": list(_VARIANTS), "causal": [True, False]},
-        labels={"head": "head", "variant": "K/V heads", "causal": "causal mask"},
+        {"head": _HEAD_CHOICES, "variant": list(_VARIANTS)},
+        labels={"head": "head", "variant": "K/V heads"},
         figsize=(5.4, 4.2),
         dpi=80,
-        title="One head at a time: four hand-built heads, and what sharing their keys (GQA, MQA) does to them",
+        title="One head at a time: four hand-built heads, and what sharing their keys "
+              "(GQA, MQA) does to them",
     )
 
 
@@ -116,17 +119,18 @@ def kv_head_of_query_head(n_heads: int, n_kv_heads: int, method: str) -> list[in
 
 
 def draw_groups(fig, n_kv_heads: int = 2, method: str = "repeat_kv", n_heads: int = 8):
+    """Query heads on top, K/V heads below, a line from each query head to the head it reads."""
     got = kv_head_of_query_head(n_heads, n_kv_heads, method)
-    want = [i // (n_heads // n_kv_heads) for i in range(n_heads)]  # eq. gqa: g(i) = floor(i / (h / h_kv))
+    want = [i // (n_heads // n_kv_heads) for i in range(n_heads)]  # eq. gqa: g(i)
     colours = [f"C{g}" for g in range(n_kv_heads)]
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.02, right=0.98, bottom=0.02, top=0.88)
     xq = np.arange(n_heads)
-    xkv = (np.arange(n_kv_heads) + 0.5) * n_heads / n_kv_heads - 0.5  # K/V heads centred under their group
+    xkv = (np.arange(n_kv_heads) + 0.5) * n_heads / n_kv_heads - 0.5  # centred under the group
     for i, g in enumerate(got):
         ok = g == want[i]
-        ax.plot([xq[i], xkv[g]], [1, 0], color=colours[g] if ok else "crimson", lw=2 if ok else 2.5,
-                ls="-" if ok else "--", zorder=1)
+        ax.plot([xq[i], xkv[g]], [1, 0], color=colours[g] if ok else "crimson",
+                lw=2 if ok else 2.5, ls="-" if ok else "--", zorder=1)
     for i in range(n_heads):
         ax.scatter(xq[i], 1, s=520, color=colours[want[i]], edgecolor="black", zorder=2)
         ax.text(xq[i], 1, f"q{i}", ha="center", va="center", fontsize=9, color="white", zorder=3)
@@ -136,11 +140,13 @@ def draw_groups(fig, n_kv_heads: int = 2, method: str = "repeat_kv", n_heads: in
         ax.scatter(xkv[g], 0, s=700, marker="s", color=colours[g], edgecolor="black", zorder=2)
         ax.text(xkv[g], 0, f"kv{g}", ha="center", va="center", fontsize=9, color="white", zorder=3)
     strip = " ".join(f"kv{g}" for g in got)
-    ax.text(-0.5, -0.42, f"K after expansion: [{strip}]", fontsize=9, family="monospace", va="center")
+    ax.text(-0.5, -0.42, f"K after expansion: [{strip}]", fontsize=9, family="monospace",
+            va="center")
     wrong = sum(g != w for g, w in zip(got, want))
+    verdict = (f"{wrong} of {n_heads} heads read the wrong K/V" if wrong
+               else "every head reads its group's K/V")
     ax.set_title(f"h = {n_heads} query heads, h_kv = {n_kv_heads}, expanded with {method}: "
-                 + ("every head reads its group's K/V" if not wrong else f"{wrong} of {n_heads} heads read the wrong K/V"),
-                 fontsize=9)
+                 + verdict, fontsize=9)
     ax.set_xlim(-0.8, n_heads - 0.2)
     ax.set_ylim(-0.6, 1.35)
     ax.axis("off")
@@ -148,7 +154,7 @@ def draw_groups(fig, n_kv_heads: int = 2, method: str = "repeat_kv", n_heads: in
 
 
 def groups_explorer() -> Explorer:
-    """h_kv and the expansion method; lines join each query head to the K/V head it reads (8 frames)."""
+    """h_kv and the expansion method; a line joins each query head to its K/V head (8 frames)."""
     return Explorer(
         draw_groups,
         {"n_kv_heads": [1, 2, 4, 8], "method": ["repeat_kv", "repeat (tile)"]},
@@ -156,7 +162,8 @@ def groups_explorer() -> Explorer:
         labels={"n_kv_heads": "K/V heads $h_{kv}$", "method": "expand K/V with"},
         figsize=(6.4, 2.6),
         dpi=80,
-        title="Which K/V head does each query head read? Colours are the intended groups; red dashes are wrong reads",
+        title="Which K/V head does each query head read? Colours are the intended groups; "
+              "red dashes are wrong reads",
     )
 
 

@@ -1,9 +1,9 @@
 """Chapter 6 figures: a feed-forward network with a 1-D input, seen as a sum of bent lines.
 
-With d_model = 1, FFN(x) = sum_k W2[k] act(W1[k] x + b1[k]) + b2 is a function from numbers to
-numbers. Each hidden unit contributes one hinge (ReLU) or one smooth hinge (GELU) at
-x = -b1[k] / W1[k]. ``hinge_explorer()`` fixes the hinges evenly across the plot, fits W2 and b2 to
-a target curve by least squares, and draws the target, the network and every unit's contribution.
+With d_model = 1, FFN(x) = sum_k W2[k] act(W1[k] x + b1[k]) + b2 maps numbers to numbers.
+Each hidden unit contributes one hinge (ReLU) or one smooth hinge (GELU) at
+x = -b1[k] / W1[k]. ``hinge_explorer()`` fixes the hinges evenly across the plot, fits W2 and
+b2 to a target curve by least squares, and draws the target, the network and every unit.
 """
 
 from __future__ import annotations
@@ -19,60 +19,64 @@ from .explorer import Explorer
 X_RANGE = (-3.0, 3.0)
 TARGETS = {
     "sin(2x)": lambda x: np.sin(2 * x),
-    "x\u00b2/4": lambda x: x**2 / 4,
     "step": lambda x: np.where(x < 0.3, -0.5, 0.5),
 }
 
 
 def fitted_ffn(d_ff: int, activation: str, target: str, n_points: int = 241,
                ridge: float = 1e-2) -> tuple[tl.FeedForward, np.ndarray]:
-    """A tl.FeedForward(1, d_ff) with hinges at evenly spaced x and W2, b2 fitted to ``target``.
+    """A tl.FeedForward(1, d_ff) with evenly spaced bends and W2, b2 fitted to ``target``.
 
-    The fit is least squares with a small ridge penalty on W2, which keeps the weights of
-    neighbouring GELU units (nearly parallel curves) from growing huge and cancelling.
-
+    The fit is least squares with a small ridge penalty on W2, which keeps neighbouring
+    GELU units (nearly parallel curves) from getting huge weights that cancel.
     Returns the module and the grid of x values it was fitted on.
     """
     x = np.linspace(*X_RANGE, n_points)
     lo, hi = X_RANGE
     knots = lo + (hi - lo) * (np.arange(d_ff) + 0.5) / d_ff  # where each unit bends
     ffn = tl.FeedForward(1, d_ff, activation).eval()
+    act = tl.feed_forward.ACTIVATIONS[activation]
     with torch.no_grad():
-        ffn.linear1.weight.fill_(1.0)  # W1 = 1 for every unit: (d_ff, 1) in nn.Linear's (out, in) layout
+        ffn.linear1.weight.fill_(1.0)  # W1 = 1 for every unit, (d_ff, 1) as (out, in)
         ffn.linear1.bias.copy_(torch.as_tensor(-knots, dtype=torch.float32))  # b1 = -knot
-        xs = torch.as_tensor(x, dtype=torch.float32).view(-1, 1)  # (N, 1): N positions, d_model = 1
-        hidden = tl.feed_forward.ACTIVATIONS[activation](ffn.linear1(xs))  # (N, d_ff)
-        design = torch.cat([hidden, torch.ones(len(x), 1)], dim=1).double().numpy()  # (N, d_ff + 1)
+        xs = torch.as_tensor(x, dtype=torch.float32).view(-1, 1)  # (N, d_model = 1)
+        hidden = act(ffn.linear1(xs))  # (N, d_ff)
+        H = torch.cat([hidden, torch.ones(len(x), 1)], dim=1).double().numpy()  # (N, d_ff + 1)
         penalty = ridge * np.eye(d_ff + 1)
         penalty[-1, -1] = 0.0  # leave b2 free
-        coef = np.linalg.solve(design.T @ design + penalty, design.T @ TARGETS[target](x))  # W2, b2 by ridge least squares
+        coef = np.linalg.solve(H.T @ H + penalty, H.T @ TARGETS[target](x))  # [W2, b2]
         ffn.linear2.weight.copy_(torch.as_tensor(coef[:-1], dtype=torch.float32).view(1, d_ff))
         ffn.linear2.bias.fill_(float(coef[-1]))
     return ffn, x
 
 
 def draw_hinges(fig, activation: str = "relu", d_ff: int = 4, target: str = "sin(2x)"):
+    """Top: the target, the fitted FFN and its bends. Bottom: every hidden unit h_k(x)."""
     ffn, x = fitted_ffn(d_ff, activation, target)
     xs = torch.as_tensor(x, dtype=torch.float32).view(-1, 1)
     with torch.no_grad():
         y = ffn(xs).view(-1).numpy()  # the network itself, eq. ffn with d_model = 1
-        hidden = tl.feed_forward.ACTIVATIONS[activation](ffn.linear1(xs))  # (N, d_ff)
-        hidden = hidden.numpy()  # (N, d_ff): h_k(x) = act(x - knot_k), one bent line per unit
+        act = tl.feed_forward.ACTIVATIONS[activation]
+        hidden = act(ffn.linear1(xs)).numpy()  # (N, d_ff): h_k(x) = act(x - knot_k)
     want = TARGETS[target](x)
-    ax, ax_parts = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2], "hspace": 0.08})
+    ax, ax_parts = fig.subplots(2, 1, sharex=True,
+                                gridspec_kw={"height_ratios": [3, 2], "hspace": 0.08})
     fig.subplots_adjust(left=0.1, right=0.97, bottom=0.11, top=0.91)
     ax.plot(x, want, color="0.6", lw=4, label="target")
     ax.plot(x, y, color="C0", lw=2, label=r"FFN$(x) = \sum_k W_2[k]\,h_k(x) + b_2$")
     knots = -ffn.linear1.bias.detach().numpy()
-    ax.plot(knots, np.interp(knots, x, y), "o", color="C3", ms=4, label=r"bends at $x = -b_1[k]$")
+    ax.plot(knots, np.interp(knots, x, y), "o", color="C3", ms=4,
+            label=r"bends at $x = -b_1[k]$")
     err = np.abs(y - want).max()
-    ax.set_title(f"{d_ff} {activation.upper()} unit{'s' if d_ff > 1 else ''}: largest error {err:.2f}", fontsize=10)
-    ax.legend(loc="upper center", ncol=3, fontsize=7.5, frameon=False, handlelength=1.5, columnspacing=1.2)
+    units = f"{d_ff} {activation.upper()} unit{'s' if d_ff > 1 else ''}"
+    ax.set_title(f"{units}: largest error {err:.2f}", fontsize=10)
+    ax.legend(loc="upper center", ncol=3, fontsize=7.5, frameon=False, handlelength=1.5,
+              columnspacing=1.2)
     ax.set_ylabel("output")
     ax.set_ylim(-1.6, 3.4)  # the top band holds the legend
     segments = [np.column_stack([x, hidden[:, k]]) for k in range(d_ff)]
     colours = [f"C{k % 10}" for k in range(d_ff)]
-    ax_parts.add_collection(LineCollection(segments, colors=colours, linewidths=0.9, alpha=0.8))  # one line per unit
+    ax_parts.add_collection(LineCollection(segments, colors=colours, linewidths=0.9, alpha=0.8))
     ax_parts.set_ylabel(r"hidden $h_k(x)$", fontsize=8)
     ax_parts.set_xlabel("input x")
     ax_parts.set_ylim(-0.5, 6.2)
@@ -82,12 +86,14 @@ def draw_hinges(fig, activation: str = "relu", d_ff: int = 4, target: str = "sin
 
 
 def hinge_explorer() -> Explorer:
-    """Activation, hidden width and target curve of a 1-D FFN (36 frames)."""
+    """Activation, hidden width and target curve of a 1-D FFN (24 frames)."""
     return Explorer(
         draw_hinges,
-        {"activation": ["relu", "gelu"], "d_ff": [1, 2, 4, 8, 16, 32], "target": list(TARGETS)},
+        {"activation": ["relu", "gelu"], "d_ff": [1, 2, 4, 8, 16, 32],
+         "target": list(TARGETS)},
         defaults={"d_ff": 4},
-        labels={"activation": "activation", "d_ff": "hidden units $d_{ff}$", "target": "target"},
+        labels={"activation": "activation", "d_ff": "hidden units $d_{ff}$",
+                "target": "target"},
         figsize=(6.0, 4.4),
         dpi=80,
         title="A feed-forward network on one number: each hidden unit adds one bend",

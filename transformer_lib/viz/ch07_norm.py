@@ -24,11 +24,11 @@ from .explorer import Explorer
 
 # How each sublayer F is wired into the stream x (eq. residual, add-norm, pre-ln).
 VARIANTS = {
-    "plain": "x \u2190 F(x)",
-    "LN only": "x \u2190 LN(F(x))",
-    "residual": "x \u2190 x + F(x)",
-    "Post-LN": "x \u2190 LN(x + F(x))",
-    "Pre-LN": "x \u2190 x + F(LN(x))",
+    "plain": "x ← F(x)",
+    "LN only": "x ← LN(F(x))",
+    "residual": "x ← x + F(x)",
+    "Post-LN": "x ← LN(x + F(x))",
+    "Pre-LN": "x ← x + F(LN(x))",
 }
 COLORS = {"plain": "#7f7f7f", "LN only": "#9467bd", "residual": "#ff7f0e", "Post-LN": "#1f77b4", "Pre-LN": "#2ca02c"}
 D_MODEL = 32
@@ -102,7 +102,7 @@ def init_statistics(depth: int, variant: str, x: torch.Tensor, y: torch.Tensor, 
 
 
 DEPTHS = [4, 8, 16, 24]
-MEASURES = ["gradient norm per sublayer", "stream norm \u2016x\u2097\u2016", "similarity of different inputs"]
+MEASURES = ["gradient norm per sublayer", "stream norm ‖xₗ‖", "similarity of different inputs"]
 
 
 @lru_cache(maxsize=1)
@@ -126,18 +126,18 @@ def draw_depth(fig, depth: int = 16, measure: str = MEASURES[0], profiles: dict 
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0e}"))  # plain text: no mathtext, faster
         ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_ylabel("\u2016\u2202loss/\u2202\u03b8\u2016 of the sublayer")
+        ax.set_ylabel("‖∂loss/∂θ‖ of the sublayer")
         ax.set_xlabel("sublayer l (1 = next to the input)")
     elif key == "act":
-        ax.set_ylabel("mean \u2016x\u2097\u2016 over a batch")
+        ax.set_ylabel("mean ‖xₗ‖ over a batch")
         ax.set_xlabel("depth l (0 = the input)")
         ax.set_ylim(0, None)
     else:
-        ax.set_ylabel("mean cos(x\u2097 of input a, x\u2097 of input b)")
+        ax.set_ylabel("mean cos(xₗ of input a, xₗ of input b)")
         ax.set_xlabel("depth l (0 = the input)")
         ax.set_ylim(-0.1, 1.05)
     ax.set_title(f"{depth} sublayers at initialisation: {measure}", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left" if key == "sim" else "lower right")
+    ax.legend(fontsize=8, loc="upper left" if key == "sim" else "lower right")
     ax.grid(alpha=0.3)
 
 
@@ -149,7 +149,8 @@ def depth_explorer() -> Explorer:
         {"depth": DEPTHS, "measure": MEASURES},
         defaults={"depth": 16},
         labels={"depth": "sublayers", "measure": "show"},
-        figsize=(7, 4.2),
+        figsize=(7, 4),
+        dpi=80,
         title="Five wirings of the same stack, before any training",
     )
 
@@ -159,34 +160,34 @@ _RAW = torch.tensor([-3.0, -1.0, -1.0, 5.0, 2.0, -2.0, 0.5, -0.5], dtype=torch.f
 PATTERN = _RAW / _RAW.pow(2).mean().sqrt()  # mean 0, (biased) std exactly 1
 SPREADS = [1e-4, 1e-3, 1e-2, 1.0]
 EPSILONS = [1e-5, 1e-2]
-AFFINES = {"\u03b3 = 1, \u03b2 = 0": (1.0, 0.0), "\u03b3 = 2, \u03b2 = 1": (2.0, 1.0)}
+AFFINES = {"γ = 1, β = 0": (1.0, 0.0), "γ = 2, β = 1": (2.0, 1.0)}
 
 
-def draw_layer_norm(fig, spread: float = 1.0, eps: float = 1e-5, affine: str = "\u03b3 = 1, \u03b2 = 0") -> None:
-    """z = 4 + spread * PATTERN, then LN(z) by PyTorch's formula (bars) and the article's (dots)."""
+def draw_layer_norm(fig, spread: float = 1.0, eps: float = 1e-5, affine: str = "γ = 1, β = 0") -> None:
+    """z = 4 + spread * PATTERN through PyTorch's LayerNorm formula (bars) and the article's (dots);
+    the dashed outlines are gamma * PATTERN + beta, the exact standardisation that both approach."""
     g, b = AFFINES[affine]
     z = 4.0 + spread * PATTERN  # float64: the offset 4 costs no precision
     gamma, beta = torch.full_like(z, g), torch.full_like(z, b)
     ours = tl.layer_norm(z, gamma, beta, eps).numpy()
     article = tl.layer_norm_article(z, gamma, beta, eps).numpy()
-    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.25]})
-    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.13, top=0.86, wspace=0.35)
+    ideal = (g * PATTERN + b).numpy()
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.85)
     idx = np.arange(len(z))
-    ax1.bar(idx, z.numpy() - 4.0, color="#bbbbbb")
-    ax1.axhline(0, color="k", lw=0.8)
-    ax1.set_title(f"input z = 4 + deviations\n\u03c3 = {z.std(unbiased=False).item():.0e}", fontsize=9)
-    ax1.set_ylabel("z \u2212 4")
-    ax1.set_xlabel("feature")
-    ax2.bar(idx, ours - b, bottom=b, color="#1f77b4", alpha=0.8, label="(z\u2212\u03bc)/\u221a(\u03c3\u00b2+\u03b5)  (PyTorch)")
-    ax2.plot(idx, article, "o", color="#d62728", ms=5, label="(z\u2212\u03bc)/(\u03c3+\u03b5)  (article)")
-    ax2.axhline(b, color="k", lw=0.8, ls=":")
-    ax2.set_ylim(-3.2 * g + b, 3.2 * g + b)
-    ax2.set_xlabel("feature")
-    ax2.set_title(
-        f"LN(z), {affine}, \u03b5 = {eps:g}\nstd of \u1e91: PyTorch {ours.std() / g:.3f}, article {article.std() / g:.3f}",
-        fontsize=9,
-    )
-    ax2.legend(fontsize=7, loc="upper left")
+    ax.bar(idx, ideal - b, bottom=b, width=0.8, fill=False, edgecolor="#888888", ls="--", lw=0.8,
+           label="γ(z−μ)/σ + β  (no ε)")
+    ax.bar(idx, ours - b, bottom=b, width=0.55, color="#1f77b4", label="PyTorch: √(σ²+ε)")
+    ax.plot(idx, article, "o", color="#d62728", ms=6, label="article: σ+ε")
+    ax.axhline(b, color="k", lw=0.8, ls=":")
+    ax.set_ylim(-3.4 * g + b, 3.4 * g + b)
+    ax.set_xticks(idx)
+    ax.set_xlabel("feature j of z = 4 + σ · (a fixed pattern with mean 0 and std 1)")
+    ax.set_ylabel("LN(z)ⱼ")
+    ax.set_title(f"spread σ = {spread:g}, ε = {eps:g}, {affine}\n"
+                 f"std of the normalised vector: PyTorch {ours.std() / g:.3f}, article {article.std() / g:.3f}",
+                 fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", ncol=3, frameon=False)
 
 
 def layer_norm_explorer() -> Explorer:
@@ -195,9 +196,10 @@ def layer_norm_explorer() -> Explorer:
         draw_layer_norm,
         {"spread": SPREADS, "eps": EPSILONS, "affine": list(AFFINES)},
         defaults={"spread": 1.0},
-        labels={"spread": "spread \u03c3 of z", "eps": "\u03b5", "affine": "\u03b3, \u03b2"},
-        figsize=(7, 3.6),
-        title="LayerNorm of one vector: spread, \u03b5, \u03b3 and \u03b2",
+        labels={"spread": "spread σ of z", "eps": "ε", "affine": "γ, β"},
+        figsize=(7, 3.4),
+        dpi=80,
+        title="LayerNorm of one vector: spread, ε, γ and β",
     )
 
 
@@ -230,9 +232,9 @@ def draw_norm_axes(fig, B: int = 3, T: int = 5, d: int = 6, pad: tuple = (0, 2, 
         ax.set_ylim(-1.5, T + 0.8)
         ax.set_aspect("equal")
         ax.axis("off")
-    axes[0].set_title("LayerNorm: one \u03bc and one \u03c3\u00b2 per token, from its own d_model features "
-                      "(B\u00b7T separate statistics)", fontsize=9)
-    axes[1].set_title("BatchNorm: one \u03bc and one \u03c3\u00b2 per feature, from all B\u00b7T tokens "
+    axes[0].set_title("LayerNorm: one μ and one σ² per token, from its own d_model features "
+                      "(B·T separate statistics)", fontsize=9)
+    axes[1].set_title("BatchNorm: one μ and one σ² per feature, from all B·T tokens "
                       "(padding included unless masked)", fontsize=9)
 
 

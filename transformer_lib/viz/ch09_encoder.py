@@ -1,10 +1,11 @@
 """Chapter 9 figures: one sentence through one encoder layer, tensor by tensor.
 
-``example()`` builds the chapter's sentence and a seeded (untrained) encoder layer;
-``encoder_steps()`` returns the named tensors X_pos, Z_attn, Z_add_norm_1, Z_ffn and
-Z_encoder_output (eq. x-pos ... enc-out) computed from the layer's own submodules, in either
-LayerNorm placement. ``step_explorer()`` shows any of them as a (T x d_model) heatmap next to
-each token's mean and standard deviation, for Post-LN and Pre-LN.
+``example()`` builds the chapter's sentence and a seeded (untrained) encoder
+layer; ``encoder_steps()`` returns the named tensors X_pos, Z_attn,
+Z_add_norm_1, Z_ffn and Z_encoder_output (eq. x-pos ... enc-out) computed from
+the layer's own submodules, in either LayerNorm placement. ``step_explorer()``
+shows any of them as a (T x d_model) heatmap next to each token's mean and
+standard deviation, for Post-LN and Pre-LN.
 """
 
 from __future__ import annotations
@@ -25,16 +26,17 @@ STEPS = ["X_pos", "Z_attn", "Z_add_norm_1", "Z_ffn", "Z_encoder_output"]
 
 class Example(NamedTuple):
     tokens: list[str]  # the sentence, one word per token
-    vocab: list[str]  # distinct words in order of first appearance; a token's id is its index here
+    vocab: list[str]  # distinct words in order of appearance; id = index
     ids: torch.Tensor  # (1, T) token ids
     embedding: nn.Embedding  # (len(vocab), d_model): X_emb = embedding(ids)
     layer: tl.EncoderLayer  # Post-LN, ReLU, untrained, in eval mode
 
 
 def example(seed: int = 0) -> Example:
-    """The chapter's sentence, a seeded embedding table and a seeded Post-LN encoder layer.
+    """The sentence, a seeded embedding table and a seeded Post-LN layer.
 
-    The seed is applied inside ``torch.random.fork_rng``, so calling this leaves the global RNG alone.
+    The seed is applied inside ``torch.random.fork_rng``: the global RNG
+    is left as it was.
     """
     vocab = list(dict.fromkeys(TOKENS))  # ['the', 'cat', 'sat', 'on', 'mat']
     ids = torch.tensor([[vocab.index(w) for w in TOKENS]])  # (1, T)
@@ -45,21 +47,29 @@ def example(seed: int = 0) -> Example:
     return Example(list(TOKENS), vocab, ids, embedding, layer.eval())
 
 
-def with_placement(layer: tl.EncoderLayer, norm_first: bool) -> tl.EncoderLayer:
-    """The same weights wired as Post-LN (``norm_first=False``) or Pre-LN (``norm_first=True``)."""
+def with_placement(layer: tl.EncoderLayer,
+                   norm_first: bool) -> tl.EncoderLayer:
+    """The same weights wired as Post-LN (False) or Pre-LN (True)."""
     mha, ffn = layer.self_attn, layer.ffn
-    new = tl.EncoderLayer(mha.d_model, mha.n_heads, ffn.linear1.out_features, norm_first=norm_first,
-                          activation=ffn.activation, eps=layer.sub1.norm.eps)
-    new.load_state_dict(layer.state_dict())  # the LN placement is wiring, not a parameter
+    with torch.random.fork_rng(devices=[]):  # leave the global RNG alone
+        new = tl.EncoderLayer(
+            mha.d_model, mha.n_heads, ffn.linear1.out_features,
+            norm_first=norm_first, activation=ffn.activation,
+            eps=layer.sub1.norm.eps, n_kv_heads=mha.n_kv_heads,
+        )
+    new = new.to(ffn.linear1.weight.dtype)  # float64 weights stay float64
+    new.load_state_dict(layer.state_dict())  # LN placement is not a weight
     return new.train(layer.training)
 
 
-def encoder_steps(layer: tl.EncoderLayer, x_pos: torch.Tensor, mask: torch.Tensor | None = None) -> dict:
-    """The named tensors of one encoder layer, each (B, T, d_model), plus the attention weights (B, h, T, T).
+def encoder_steps(layer: tl.EncoderLayer, x_pos: torch.Tensor,
+                  mask: torch.Tensor | None = None) -> dict:
+    """The named tensors of one layer, each (B, T, d_model), and "weights".
 
-    Post-LN (eq. enc-attn ... enc-out):  Z_add_norm_1 = LN(X_pos + Z_attn), output = LN(Z_add_norm_1 + Z_ffn).
-    Pre-LN (eq. enc-pre-ln): the sublayers read LN(.) of the stream and nothing normalises the sums,
-    so "Z_add_norm_1" is the plain sum X_pos + Z_attn and the output is Z_add_norm_1 + Z_ffn.
+    Post-LN (eq. enc-attn ... enc-out): Z_add_norm_1 = LN(X_pos + Z_attn),
+    output = LN(Z_add_norm_1 + Z_ffn). Pre-LN (eq. enc-pre-ln): sublayers
+    read LN(.) of the stream and nothing normalises the sums, so
+    "Z_add_norm_1" is the plain sum X_pos + Z_attn.
     """
     if layer.norm_first:
         a = layer.sub1.norm(x_pos)
@@ -68,12 +78,13 @@ def encoder_steps(layer: tl.EncoderLayer, x_pos: torch.Tensor, mask: torch.Tenso
         z_ffn = layer.ffn(layer.sub2.norm(z1))
         out = z1 + z_ffn
     else:
-        z_attn, weights = layer.self_attn(x_pos, x_pos, x_pos, mask, need_weights=True)
+        z_attn, weights = layer.self_attn(x_pos, x_pos, x_pos, mask,
+                                          need_weights=True)
         z1 = layer.sub1.norm(x_pos + z_attn)
         z_ffn = layer.ffn(z1)
         out = layer.sub2.norm(z1 + z_ffn)
-    return {"X_pos": x_pos, "Z_attn": z_attn, "Z_add_norm_1": z1, "Z_ffn": z_ffn,
-            "Z_encoder_output": out, "weights": weights}
+    return {"X_pos": x_pos, "Z_attn": z_attn, "Z_add_norm_1": z1,
+            "Z_ffn": z_ffn, "Z_encoder_output": out, "weights": weights}
 
 
 FORMULAS = {
@@ -86,41 +97,47 @@ FORMULAS = {
     },
     True: {
         "X_pos": "X_emb + PE",
-        "Z_attn": "MultiHead(LN(X_pos)) (Pre-LN)",
+        "Z_attn": "MultiHead(LN(X_pos)), Pre-LN",
         "Z_add_norm_1": "X_pos + Z_attn (Pre-LN: no norm)",
-        "Z_ffn": "FFN(LN(X_pos + Z_attn)) (Pre-LN)",
-        "Z_encoder_output": "(X_pos + Z_attn) + Z_ffn (Pre-LN: no norm)",
+        "Z_ffn": "FFN(LN(X_pos + Z_attn)), Pre-LN",
+        "Z_encoder_output": "sum + Z_ffn (Pre-LN: no norm)",
     },
 }
 
 
-def draw_step(fig, step: str, norm_first: bool, tensors: dict, tokens: list[str]) -> HoverGrid:
-    """One named tensor as a heatmap (rows = tokens), with every row's mean and std written at its right."""
+def draw_step(fig, step: str, norm_first: bool, tensors: dict,
+              tokens: list[str]) -> HoverGrid:
+    """A named tensor as a heatmap, each row's mean and std at its right."""
     z = tensors[norm_first][step][0].numpy()  # (T, d_model)
     T, d = z.shape
     ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.08, right=0.77, bottom=0.14, top=0.86)
-    grid = heatmap(ax, z, tokens, [str(j) for j in range(d)], row_name="token", col_name="feature",
-                   cmap="RdBu_r", vmin=-3, vmax=3, colorbar=False,
+    fig.subplots_adjust(left=0.085, right=0.75, bottom=0.15, top=0.87)
+    grid = heatmap(ax, z, tokens, [str(j) for j in range(d)],
+                   row_name="token", col_name="feature", cmap="RdBu_r",
+                   vmin=-3, vmax=3, colorbar=False,
                    title=f"{step} = {FORMULAS[norm_first][step]}")
-    ax.title.set_fontsize(10)
-    ax.set_xticks(range(0, d, 3))  # fewer ticks: cheaper to draw, still easy to count
-    fig.colorbar(ax.images[0], cax=fig.add_axes((0.945, 0.14, 0.015, 0.72)), ticks=[-3, 0, 3])
+    ax.set_xticks(range(0, d, 3))  # fewer ticks: cheaper, still countable
+    cax = fig.add_axes((0.94, 0.15, 0.015, 0.72))
+    fig.colorbar(ax.images[0], cax=cax, ticks=[-3, 0, 3])
     mean = z.mean(axis=1).round(2) + 0.0  # + 0.0 turns -0.0 into 0.0
-    std = z.std(axis=1)  # biased std, as LayerNorm uses
-    ax.text(1.02, 1.02, "  mean    std", transform=ax.transAxes, fontsize=8, va="bottom", family="monospace")
-    for i in range(T):  # LayerNorm output rows read exactly +0.00 and 1.00 (gamma = 1, beta = 0 at init)
-        ax.text(1.02, (T - 0.5 - i) / T, f"{mean[i]:+6.2f} {std[i]:6.2f}", transform=ax.transAxes,
-                fontsize=8, va="center", family="monospace")
+    std = z.std(axis=1)  # biased, as LayerNorm uses
+    ax.text(1.02, 1.02, " mean   std", transform=ax.transAxes,
+            fontsize=9.5, va="bottom", family="monospace")
+    for i in range(T):  # after a LayerNorm: +0.00 and 1.00 (at init)
+        ax.text(1.02, (T - 0.5 - i) / T, f"{mean[i]:+5.2f} {std[i]:5.2f}",
+                transform=ax.transAxes, fontsize=9.5, va="center",
+                family="monospace")
     return grid
 
 
 def step_explorer(ex: Example | None = None) -> Explorer:
-    """Choose a named tensor of the encoder layer and the LayerNorm placement (5 x 2 = 10 frames)."""
+    """Pick a named tensor and the LN placement (5 x 2 = 10 frames)."""
     ex = ex or example()
+    pe = tl.sinusoidal_positional_encoding(len(ex.tokens), D_MODEL)
     with torch.no_grad():
-        x_pos = ex.embedding(ex.ids) + tl.sinusoidal_positional_encoding(len(ex.tokens), D_MODEL)  # (1, T, d)
-        tensors = {nf: encoder_steps(with_placement(ex.layer, nf), x_pos) for nf in (False, True)}
+        x_pos = ex.embedding(ex.ids) + pe  # (1, T, d_model)
+        tensors = {nf: encoder_steps(with_placement(ex.layer, nf), x_pos)
+                   for nf in (False, True)}
 
     def draw(fig, step, norm_first):
         return draw_step(fig, step, norm_first, tensors, ex.tokens)
@@ -131,7 +148,8 @@ def step_explorer(ex: Example | None = None) -> Explorer:
         labels={"step": "tensor", "norm_first": "Pre-LN (norm_first)"},
         figsize=(7.6, 3.2),
         dpi=85,
-        title="One sentence through one encoder layer: pick a tensor and the LayerNorm placement",
+        title="One sentence through one encoder layer: "
+              "pick a tensor and the LayerNorm placement",
     )
 
 

@@ -53,7 +53,7 @@ def attention_explorer(
 
     def draw(fig, attention: str, layer: int, head: int):
         key = STACKS[attention]
-        fig.subplots_adjust(left=0.24, right=0.97, bottom=0.2, top=0.92)  # fixed margins: cheaper than tight_layout
+        fig.subplots_adjust(left=0.2, right=0.9, bottom=0.2, top=0.92)  # fixed margins: cheaper than tight_layout
         ax = fig.add_subplot(1, 1, 1)
         title = f"{attention}-attention, layer {layer}, head {head}"
         return draw_map(ax, maps[key][layer - 1][head - 1], key, src_labels, tgt_labels, title)
