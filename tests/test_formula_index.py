@@ -13,6 +13,7 @@ then fill in the Library and Test cells of any new row (they read TODO until you
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import json
 import re
@@ -213,13 +214,18 @@ def resolve_library(name: str) -> object:
     return obj
 
 
+@functools.lru_cache(maxsize=None)
+def _module_body(path: Path) -> list[ast.stmt]:
+    return ast.parse(path.read_text(encoding="utf-8")).body
+
+
 def named_test_exists(ref: str) -> bool:
     """`tests/test_x.py::test_name` or `tests/test_x.py::TestClass::test_name` (a [param] id is ignored)."""
     file, *names = re.sub(r"\[.*\]$", "", ref).split("::")
     path = ROOT / file
     if not path.is_file() or not names or not names[-1].startswith("test"):
         return False
-    body = ast.parse(path.read_text(encoding="utf-8")).body
+    body = _module_body(path)
     for name in names:
         node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name), None)
         if node is None:

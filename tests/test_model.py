@@ -136,6 +136,14 @@ def test_generate_steps_yields_what_generate_returns():
     assert torch.equal(torch.stack([t for t, _ in steps], 1), model.generate(src, 5))
 
 
+def test_time_decoding_times_every_step():
+    model = random_model()
+    times = tl.time_decoding(model, torch.randint(2, 23, (2, 6)), 5, use_cache=True)
+    assert set(times) == {"wall", "cpu"}
+    assert len(times["wall"]) == len(times["cpu"]) == 5
+    assert all(t >= 0 for ts in times.values() for t in ts)
+
+
 def test_prefill_several_tokens_at_once():
     """decode_step with T_new > 1 (a causal triangle over the new tokens) equals the full decoder."""
     model = random_model(n_kv_heads=2)
@@ -319,7 +327,7 @@ def test_train_reversal_reverses_unseen_sequences(trained):
     model, history = trained
     assert len(history["loss"]) == len(history["accuracy"]) == len(history["lr"]) == 300
     assert history["loss"][-1] < 0.1 * history["loss"][0]
-    assert history["seconds"] < 60
+    assert history["cpu_seconds"] < 60  # CPU time: other jobs on a shared machine do not inflate it
     assert history["test_accuracy"] >= 0.99
     src = tasks.reversal_batch(500, 8, torch.Generator().manual_seed(123), split="test")[0]  # never trained on
     pred = model.generate(src, src.size(1))

@@ -11,7 +11,7 @@ Dimension legend, used everywhere in the library and the book:
 
 Everything is batch-first, (B, T, d_model). Masks are bool with True = may attend, the
 convention of ``F.scaled_dot_product_attention``. Plotting and widgets live in
-``transformer_lib.widgets`` so that importing this package needs neither matplotlib nor ipywidgets.
+``transformer_lib.viz`` so that importing this package needs neither matplotlib nor ipywidgets.
 """
 
 from .attention import attention_scores, fused_attention, scaled_dot_product_attention, softmax

@@ -110,8 +110,8 @@ def train_reversal(
     Loss: the cross-entropy of the next symbol at every target position   (eq. toy-loss). The learning
     rate rises linearly for ``warmup`` steps, then decays to zero along a cosine. Returns the model
     (in eval mode) and a history with, per step, "loss", "accuracy" (teacher-forced token accuracy of
-    the batch) and "lr"; and "seconds" (wall time) and "test_accuracy" (greedy decoding of ``n_eval``
-    held-out sequences). Seeded; the global random state is left untouched. ``num_threads``: torch
+    the batch) and "lr"; "seconds" and "cpu_seconds" (wall-clock and CPU time of the training loop),
+    and "test_accuracy" (greedy decoding of ``n_eval`` held-out sequences). Seeded; the global random state is left untouched. ``num_threads``: torch
     threads while training (restored afterwards): one is fastest for a model this small, and on a
     busy machine two threads can wait on each other for many times longer; None keeps the setting.
     """
@@ -128,7 +128,7 @@ def train_reversal(
         return lr * 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
 
     history: dict = {"loss": [], "accuracy": [], "lr": []}
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     model.train()
     with _torch_threads(num_threads):
         for step in range(steps):
@@ -145,6 +145,7 @@ def train_reversal(
             history["lr"].append(lr_at(step))
     model.eval()
     history["seconds"] = time.perf_counter() - start
+    history["cpu_seconds"] = time.process_time() - start_cpu
     test_src, _, _ = reversal_batch(n_eval, length, gen, vocab_size=cfg.vocab_size, split="test")
     history["test_accuracy"] = reversal_accuracy(model, test_src)
     return model, history

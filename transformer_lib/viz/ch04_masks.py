@@ -65,8 +65,9 @@ def draw_masked_attention(fig, causal: bool = True, padding: str = "right", leng
     title = f"{what}, mask {order}" if what else "no mask: a plain softmax"
     shown = np.where(allowed.numpy(), w, np.nan)  # NaN: the hover read-out says "masked"
     grid = heatmap(ax, shown, tokens, tokens, masked=~allowed.numpy(), colorbar=False)
-    ax.set_title(title, fontsize=10, loc="left")
-    fig.colorbar(ax.images[0], ax=ax, fraction=0.046, pad=0.15, label="attention weight")
+    fig.text(0.15, 0.93, title, fontsize=10, ha="left")  # cheaper to lay out than a title
+    fig.colorbar(ax.images[0], ax=ax, fraction=0.046, pad=0.15, label="attention weight",
+                 ticks=[0, 0.5, 1])
     x = T - 0.5 + 0.12  # just right of the last column
     ax.text(x, -0.55, "sum", fontsize=8, ha="left", va="bottom")
     for i, total in enumerate(w.sum(axis=1)):  # a correct mask keeps every row a distribution

@@ -87,8 +87,13 @@ def draw_head(fig, head: str = _HEAD_CHOICES[0], variant: str = "MHA (h_kv = 4)"
     fig.subplots_adjust(left=0.14, right=0.9, bottom=0.17, top=0.9)
     future = ~tl.causal_mask(len(SENTENCE)).numpy()
     shown = np.where(future, np.nan, values.numpy())  # NaN: the hover read-out says "masked"
-    return heatmap(ax, shown, SENTENCE, SENTENCE, title=f"{variant}: {head}",
-                   masked=future, annotate=True)
+    fig.text(0.5, 0.94, f"{variant}: {head}", fontsize=10, ha="center")  # cheaper than a title
+    grid = heatmap(ax, shown, SENTENCE, SENTENCE, masked=future)
+    for (i, j), v in np.ndenumerate(values.numpy()):  # label the weights that matter
+        if v >= 0.1 and not future[i, j]:
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                    color="black" if v > 0.6 else "white")
+    return grid
 
 
 def heads_explorer() -> Explorer:

@@ -59,28 +59,31 @@ def draw_hinges(fig, activation: str = "relu", d_ff: int = 4, target: str = "sin
         act = tl.feed_forward.ACTIVATIONS[activation]
         hidden = act(ffn.linear1(xs)).numpy()  # (N, d_ff): h_k(x) = act(x - knot_k)
     want = TARGETS[target](x)
-    ax, ax_parts = fig.subplots(2, 1, sharex=True,
-                                gridspec_kw={"height_ratios": [3, 2], "hspace": 0.08})
+    ax, ax_parts = fig.subplots(2, 1, gridspec_kw={"height_ratios": [3, 2], "hspace": 0.08})
     fig.subplots_adjust(left=0.1, right=0.97, bottom=0.11, top=0.91)
     ax.plot(x, want, color="0.6", lw=4, label="target")
-    ax.plot(x, y, color="C0", lw=2, label=r"FFN$(x) = \sum_k W_2[k]\,h_k(x) + b_2$")
+    ax.plot(x, y, color="C0", lw=2, label="FFN(x)")
     knots = -ffn.linear1.bias.detach().numpy()
-    ax.plot(knots, np.interp(knots, x, y), "o", color="C3", ms=4,
-            label=r"bends at $x = -b_1[k]$")
+    ax.plot(knots, np.interp(knots, x, y), "o", color="C3", ms=4, label="bends, x = -b\u2081[k]")
     err = np.abs(y - want).max()
     units = f"{d_ff} {activation.upper()} unit{'s' if d_ff > 1 else ''}"
-    ax.set_title(f"{units}: largest error {err:.2f}", fontsize=10)
+    fig.text(0.5, 0.95, f"{units}: largest error {err:.2f}", fontsize=10, ha="center")
     ax.legend(loc="upper center", ncol=3, fontsize=7.5, frameon=False, handlelength=1.5,
               columnspacing=1.2)
     ax.set_ylabel("output")
     ax.set_ylim(-1.6, 3.4)  # the top band holds the legend
+    ax.set_xlim(*X_RANGE)
+    ax.set_xticks([])  # the x axis is labelled below (explicit ticks keep redraws fast)
+    ax.set_yticks([-1, 0, 1, 2, 3])
     segments = [np.column_stack([x, hidden[:, k]]) for k in range(d_ff)]
     colours = [f"C{k % 10}" for k in range(d_ff)]
     ax_parts.add_collection(LineCollection(segments, colors=colours, linewidths=0.9, alpha=0.8))
-    ax_parts.set_ylabel(r"hidden $h_k(x)$", fontsize=8)
+    ax_parts.set_ylabel("hidden units", fontsize=8)
     ax_parts.set_xlabel("input x")
     ax_parts.set_ylim(-0.5, 6.2)
     ax_parts.set_xlim(*X_RANGE)
+    ax_parts.set_xticks(range(-3, 4))
+    ax_parts.set_yticks([0, 3, 6])
     ax_parts.axhline(0, color="0.8", lw=0.8)
     return None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import matplotlib.patches as mpatches
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 import numpy as np
 import torch
 import torch.nn as nn
@@ -124,8 +124,9 @@ def draw_depth(fig, depth: int = 16, measure: str = MEASURES[0], profiles: dict 
         ax.plot(np.arange(start, start + len(vals)), vals, "o-", ms=3, color=COLORS[v], label=f"{v}:  {VARIANTS[v]}")
     if key == "grad":
         ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(numticks=7))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0e}"))  # plain text: no mathtext, faster
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_minor_locator(NullLocator())  # no minor ticks: each tick costs drawing time
         ax.set_ylabel("‖∂loss/∂θ‖ of the sublayer")
         ax.set_xlabel("sublayer l (1 = next to the input)")
     elif key == "act":
@@ -136,7 +137,7 @@ def draw_depth(fig, depth: int = 16, measure: str = MEASURES[0], profiles: dict 
         ax.set_ylabel("mean cos(xₗ of input a, xₗ of input b)")
         ax.set_xlabel("depth l (0 = the input)")
         ax.set_ylim(-0.1, 1.05)
-    ax.set_title(f"{depth} sublayers at initialisation: {measure}", fontsize=10)
+    ax.set_title(f"{depth} sublayers at initialisation: {measure}", fontsize=10, y=1.01)  # fixed y: faster
     ax.legend(fontsize=8, loc="upper left" if key == "sim" else "lower right")
     ax.grid(alpha=0.3)
 
@@ -186,7 +187,7 @@ def draw_layer_norm(fig, spread: float = 1.0, eps: float = 1e-5, affine: str = "
     ax.set_ylabel("LN(z)ⱼ")
     ax.set_title(f"spread σ = {spread:g}, ε = {eps:g}, {affine}\n"
                  f"std of the normalised vector: PyTorch {ours.std() / g:.3f}, article {article.std() / g:.3f}",
-                 fontsize=9)
+                 fontsize=9, y=1.01)
     ax.legend(fontsize=8, loc="upper left", ncol=3, frameon=False)
 
 

@@ -61,7 +61,7 @@ def draw_sinusoids(fig, i: int = 2, T: int = 64, d_model: int = SIN_D_MODEL) -> 
     ax.legend(fontsize=8, loc="upper right", ncol=2)
     ax.grid(alpha=0.3)
     ax.set_title(f"pair i = {i} of d_model = {d_model}: ω = 10000^(−{2 * i}/{d_model}) = {w:.3g}\n"
-                 f"one full period (wavelength 2π/ω) = {2 * math.pi / w:,.1f} positions", fontsize=9)
+                 f"one full period (wavelength 2π/ω) = {2 * math.pi / w:,.1f} positions", fontsize=9, y=1.01)
     t = np.linspace(0, 2 * math.pi, 200)
     axc.plot(np.cos(t), np.sin(t), color="#cccccc", lw=0.8)
     shown = pos[: min(T, 64)]
@@ -75,7 +75,7 @@ def draw_sinusoids(fig, i: int = 2, T: int = 64, d_model: int = SIN_D_MODEL) -> 
     axc.set_ylabel(f"PE[pos, {2 * i + 1}]", fontsize=8)
     axc.set_xticks([])
     axc.set_yticks([])
-    axc.set_title(f"positions 0–{shown[-1]}: one step\nturns the point by ω rad", fontsize=8)
+    axc.set_title(f"positions 0–{shown[-1]}: one step\nturns the point by ω rad", fontsize=8, y=1.01)
 
 
 def sinusoid_explorer() -> Explorer:
@@ -106,7 +106,7 @@ def draw_pe_heatmap(fig, T: int = 256, d_model: int = 64) -> None:
     im = ax.imshow(pe, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
     ax.set_xlabel("dimension j  (even j: sin, odd j: cos; pair i = j // 2)")
     ax.set_ylabel("position pos")
-    ax.set_title(f"PE for T = {T} positions and d_model = {d_model}", fontsize=10)
+    ax.set_title(f"PE for T = {T} positions and d_model = {d_model}", fontsize=10, y=1.01)
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
 
 
@@ -150,7 +150,7 @@ def draw_pe_similarity(fig, d_model: int = 64, K: int = 50) -> None:
     ax.set_ylabel("cosine similarity")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     ax.grid(alpha=0.3)
-    ax.set_title(f"PE(p) · PE(p + k) depends only on the offset k (d_model = {d_model})", fontsize=10)
+    ax.set_title(f"PE(p) · PE(p + k) depends only on the offset k (d_model = {d_model})", fontsize=10, y=1.01)
 
 
 def pe_similarity_explorer() -> Explorer:
@@ -224,7 +224,7 @@ def draw_rope(fig, vectors: str = ROPE_VECTORS[0], R: int = 64, d: int = 128) ->
     ax.set_ylabel("score RoPE(q, m) · RoPE(k, n)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     ax.grid(alpha=0.3)
-    ax.set_title(f"RoPE scores, {vectors}, d = {d}", fontsize=10)
+    ax.set_title(f"RoPE scores, {vectors}, d = {d}", fontsize=10, y=1.01)
 
 
 def rope_explorer() -> Explorer:

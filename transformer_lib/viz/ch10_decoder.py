@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
+import matplotlib
 import numpy as np
 import torch
 import torch.nn as nn
@@ -169,32 +170,35 @@ def attention_weights(toy: ToyTranslator, batch: Batch):
     return w_self, w_cross
 
 
+_GREY_BAD = matplotlib.colormaps["viridis"].with_extremes(bad="0.72")
+
+
 def draw_attention(fig, head: int, sentence: str, trained: bool,
-                   weights: dict, batch: Batch) -> list[HoverGrid]:
+                   weights: dict, batch: Batch) -> HoverGrid:
     """Masked self-attention (a triangle) beside cross-attention (a
-    T_tgt x T_src rectangle), for one head of the decoder layer."""
+    T_tgt x T_src rectangle): one head, one heatmap, masked cells grey."""
     b, i = SENTENCES.index(sentence), head - 1
     w_self, w_cross = weights[trained]
     n = batch.tgt_lengths[b]  # real decoder positions (no padded rows)
     tgt, src = batch.tgt_tokens(b)[:n], batch.src_tokens(b)
-    future = ~tl.causal_mask(n).numpy()  # (n, n), True above the diagonal
-    pads = ~batch.src_mask[b, 0, 0].numpy()  # (T_src,), True at <pad>
-    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={
-        "width_ratios": [len(tgt), len(src)], "wspace": 0.35})
-    fig.subplots_adjust(left=0.1, right=0.85, bottom=0.23, top=0.82)
+    self_w = w_self[b, i, :n, :n].numpy().copy()  # (n, n)
+    self_w[~tl.causal_mask(n).numpy()] = np.nan  # the future: masked
+    cross_w = w_cross[b, i, :n].numpy().copy()  # (n, T_src)
+    cross_w[:, ~batch.src_mask[b, 0, 0].numpy()] = np.nan  # <pad> keys
+    gap = np.full((n, 1), np.nan)  # a blank column between the two maps
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.11, right=0.94, bottom=0.25, top=0.8)
+    grid = heatmap(ax, np.hstack([self_w, gap, cross_w]), tgt,
+                   tgt + [""] + src, cmap=_GREY_BAD, row_name="query",
+                   col_name="key: decoder (left), encoder (right)")
+    ax.add_patch(Rectangle((n - 0.5, -0.5), 1, n, color="white"))
+    for x, text in [((n - 1) / 2, "masked self-attention"),
+                    (n + 1 + (len(src) - 1) / 2, "cross-attention")]:
+        ax.text(x, -0.6, text, ha="center", va="bottom", fontsize=10)
     state = "trained" if trained else "untrained"
-    g1 = heatmap(ax1, w_self[b, i, :n, :n].numpy(), tgt, tgt,
-                 title=f"masked self-attention, head {head}",
-                 row_name="decoder query", col_name="decoder key",
-                 masked=future, colorbar=False)
-    g2 = heatmap(ax2, w_cross[b, i, :n].numpy(), tgt, src,
-                 title=f"cross-attention, head {head}", row_name="",
-                 col_name="encoder key (memory)", colorbar=False,
-                 masked=np.broadcast_to(pads, (n, len(src))))
-    cax = fig.add_axes((0.875, 0.23, 0.015, 0.59))  # one scale for both
-    fig.colorbar(ax2.images[0], cax=cax, label="attention weight")
-    fig.suptitle(f"{state} decoder layer, \u201c{sentence}\u201d")
-    return [g1, g2]
+    fig.suptitle(f"head {head} of the {state} decoder layer, "
+                 f"\u201c{sentence}\u201d", fontsize=10.5)
+    return grid
 
 
 def attention_explorer(trained: ToyTranslator | None = None,
@@ -211,7 +215,7 @@ def attention_explorer(trained: ToyTranslator | None = None,
         draw,
         {"head": [1, 2, 3, 4], "sentence": SENTENCES},
         labels={"head": "head", "sentence": "source"},
-        figsize=(8.0, 3.6),
+        figsize=(7.6, 3.7),
         dpi=80,
         title="The decoder's two attentions: causal self-attention (left), "
               "cross-attention to the source (right)",

@@ -45,16 +45,15 @@ def cache_explorer(weights: np.ndarray | torch.Tensor | None = None, labels: lis
 
     def draw(fig, step: int, use_cache: bool):
         computed, status = step_cells(T, step, use_cache)
-        fig.subplots_adjust(left=0.14, right=0.97, bottom=0.17, top=0.8, wspace=0.45)
+        fig.subplots_adjust(left=0.14, right=0.97, bottom=0.17, top=0.8, wspace=0.25)
         ax, ax_kv = fig.subplots(1, 2, gridspec_kw={"width_ratios": [5, 1.2]})
         grid = heatmap(ax, weights, labels, labels, title="attention weights computed this step",
                        row_name="query position", col_name="key position", masked=~computed)
         ax_kv.imshow(np.repeat(status[:, None], 2, axis=1), cmap=STATUS_COLOURS, vmin=0, vmax=2, aspect="auto")
         ax_kv.set_xticks([0, 1], ["K", "V"])
-        ax_kv.set_yticks(range(T), labels)
+        ax_kv.set_yticks([])  # the rows line up with the positions of the map on the left
         ax_kv.set_title("K/V rows", fontsize=10)
-        for edge in np.arange(T + 1) - 0.5:
-            ax_kv.axhline(edge, color="#999999", lw=0.5)
+        ax_kv.hlines(np.arange(T + 1) - 0.5, -0.5, 1.5, color="#999999", lw=0.5)
         n_rows = 1 if use_cache else step
         n_scores = step if use_cache else step * (step + 1) // 2
         mode = "with the KV cache" if use_cache else "without a cache"
