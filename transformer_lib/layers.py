@@ -83,10 +83,10 @@ class EncoderLayer(nn.Module):
             activation=_activation_name(layer),
             dropout=layer.dropout.p,
             eps=layer.norm1.eps,
-        )
+        ).to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)  # before copying: no float32 round trip
         new.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
         _copy_ffn_and_norms(new, layer, [(new.sub1.norm, layer.norm1), (new.sub2.norm, layer.norm2)])
-        return new.to(layer.linear1.weight.dtype).train(layer.training)
+        return new.train(layer.training)
 
 
 class DecoderLayer(nn.Module):
@@ -146,12 +146,12 @@ class DecoderLayer(nn.Module):
             activation=_activation_name(layer),
             dropout=layer.dropout.p,
             eps=layer.norm1.eps,
-        )
+        ).to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)  # before copying: no float32 round trip
         new.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
         new.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
         pairs = [(new.sub1.norm, layer.norm1), (new.sub2.norm, layer.norm2), (new.sub3.norm, layer.norm3)]
         _copy_ffn_and_norms(new, layer, pairs)
-        return new.to(layer.linear1.weight.dtype).train(layer.training)
+        return new.train(layer.training)
 
 
 def _attend(attn: MultiHeadAttention, z, kv, mask, need_weights: bool, sink: list) -> torch.Tensor:
