@@ -348,6 +348,41 @@ def test_labels_named_in_the_index_prose_exist():
     assert not unknown, f"the page mentions labels no chapter defines: {unknown}"
 
 
+def _corrupt(text: str, label: str, column: int, value: str | None) -> str:
+    """The index text with one row changed: a cell replaced, or the row dropped (value None)."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith(f"| `{label}` |"):
+            if value is None:
+                continue
+            cells = _cells(line)
+            cells[column] = value
+            line = "| " + " | ".join(cells) + " |\n"
+        out.append(line)
+    return "".join(out)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "check"),
+    [
+        (None, None, test_every_labelled_formula_is_in_the_index),
+        (3, "`tl.no_such_function`", test_every_row_names_existing_library_functions),
+        (3, "softmax", test_every_row_names_existing_library_functions),
+        (4, "`tests/test_library.py::test_no_such_test`", test_every_row_names_existing_tests),
+        (4, "TODO", test_every_row_names_existing_tests),
+        (1, "$x$", test_formula_and_link_match_the_chapter),
+    ],
+    ids=["row-missing", "unknown-function", "not-a-tl-name", "unknown-test", "no-test", "formula-drifted"],
+)
+def test_the_index_checks_catch_a_broken_index(tmp_path, monkeypatch, column, value, check):
+    label = labelled_equations()[0].label
+    broken = tmp_path / "formulas.md"
+    broken.write_text(_corrupt(INDEX.read_text(encoding="utf-8"), label, column, value), encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "INDEX", broken)
+    with pytest.raises(AssertionError, match=label):
+        check()
+
+
 # ------------------------------------------------------------------------------------------------
 # Derivation steps: formulas that no library function computes on its own. The index points each
 # of them at the test below that checks it numerically (float64, against PyTorch where it can).
