@@ -92,7 +92,7 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Z_masked_attn = MaskedMultiHead(Y_pos); Z_add_norm_2 = LN(Y_pos + Z_masked_attn);
     Z_cross_attn = MultiHead(Q = Z_add_norm_2, K = V = Z_encoder_output); Z_add_norm_3 = LN(Z_add_norm_2 + Z_cross_attn);
-    Z_ffn_decoder = FFN(Z_add_norm_3); Z_decoder_output = LN(Z_add_norm_3 + Z_ffn_decoder)   (eq. dec-masked ... dec-out)."""
+    Z_ffn_decoder = FFN(Z_add_norm_3); Z_decoder_output = LN(Z_add_norm_3 + Z_ffn_decoder)   (eq. dec-masked-attn ... dec-out)."""
 
     def __init__(
         self,
