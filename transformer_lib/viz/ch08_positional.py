@@ -59,7 +59,7 @@ def draw_sinusoids(fig, i: int = 2, T: int = 64, d_model: int = SIN_D_MODEL) -> 
     ax.set_ylim(-1.15, 1.5)
     ax.set_xlabel("position pos")
     ax.legend(fontsize=8, loc="upper right", ncol=2)
-    ax.grid(alpha=0.3)
+    ax.axhline(0, color="#bbbbbb", lw=0.6)
     ax.set_title(f"pair i = {i} of d_model = {d_model}: ω = 10000^(−{2 * i}/{d_model}) = {w:.3g}\n"
                  f"one full period (wavelength 2π/ω) = {2 * math.pi / w:,.1f} positions", fontsize=9, y=1.01)
     t = np.linspace(0, 2 * math.pi, 200)
