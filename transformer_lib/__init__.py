@@ -1,20 +1,29 @@
-"""transformer_lib: the Transformer of "The Transformer, Formula by Formula", one formula per function.
+"""transformer_lib: the Transformer of "The Transformer, Formula by Formula",
+one formula per function.
 
 Dimension legend, used everywhere in the library and the book:
 
     B        batch size
-    T        sequence length (T_q queries, T_k keys; T_src / T_tgt in the encoder-decoder)
+    T        sequence length (T_q queries, T_k keys;
+             T_src / T_tgt in the encoder-decoder)
     d_model  width of the residual stream
     h        number of (query) heads; h_kv the number of K/V heads (GQA, MQA)
-    d_k      per-head width of queries and keys, d_model / h;  d_v per-head width of values
+    d_k      per-head width of queries and keys, d_model / h;
+             d_v per-head width of values
     d_ff     hidden width of the feed-forward network
 
 Everything is batch-first, (B, T, d_model). Masks are bool with True = may attend, the
 convention of ``F.scaled_dot_product_attention``. Plotting and widgets live in
-``transformer_lib.viz`` so that importing this package needs neither matplotlib nor ipywidgets.
+``transformer_lib.viz`` so that importing this package needs neither matplotlib nor
+ipywidgets.
 """
 
-from .attention import attention_scores, fused_attention, scaled_dot_product_attention, softmax
+from .attention import (
+    attention_scores,
+    fused_attention,
+    scaled_dot_product_attention,
+    softmax,
+)
 from .feed_forward import FeedForward
 from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .kv_cache import KVCache, cached_attention_step, kv_cache_nbytes, time_decoding

@@ -1,4 +1,5 @@
-"""Multi-head attention, with grouped-query (GQA) and multi-query (MQA) variants (chapter 5)."""
+"""Multi-head attention, with grouped-query (GQA) and multi-query (MQA) variants
+(chapter 5)."""
 
 from __future__ import annotations
 
@@ -13,23 +14,28 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """(B, T, h * d_k) -> (B, h, T, d_k)."""
     B, T, D = x.shape
     check_divisible(D, n_heads)
-    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)  # (B, T, h, d_k) -> (B, h, T, d_k)
+    # (B, T, h, d_k) -> (B, h, T, d_k)
+    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """(B, h, T, d_k) -> (B, T, h * d_k): the Concat(head_1, ..., head_h) of eq. multi-head."""
+    """(B, h, T, d_k) -> (B, T, h * d_k): the Concat(head_1, ..., head_h) of
+    eq. multi-head."""
     B, h, T, d = x.shape
     return x.transpose(1, 2).reshape(B, T, h * d)  # (B, T, h, d_k) -> (B, T, h * d_k)
 
 
 def repeat_kv(k: torch.Tensor, n_rep: int) -> torch.Tensor:
-    """(B, h_kv, T, d) -> (B, h_kv * n_rep, T, d), each K/V head repeated for its group   (eq. gqa).
+    """(B, h_kv, T, d) -> (B, h_kv * n_rep, T, d), each K/V head repeated for its group
+    (eq. gqa).
 
-    Query head j reads K/V head j // n_rep, so copies of a head must sit next to each other:
-    this is ``repeat_interleave`` on the head axis, not ``repeat``/``tile``.
+    Query head j reads K/V head j // n_rep, so copies of a head must sit next to each
+    other: this is ``repeat_interleave`` on the head axis, not ``repeat``/``tile``.
     """
     if k.dim() != 4:
-        raise ValueError(f"repeat_kv expects (B, h_kv, T, d), got shape {tuple(k.shape)}")
+        raise ValueError(
+            f"repeat_kv expects (B, h_kv, T, d), got shape {tuple(k.shape)}"
+        )
     if n_rep < 1:
         raise ValueError(f"n_rep must be >= 1, got {n_rep}")
     if n_rep == 1:
@@ -39,10 +45,11 @@ def repeat_kv(k: torch.Tensor, n_rep: int) -> torch.Tensor:
 
 
 class MultiHeadAttention(nn.Module):
-    """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O,  head_i = Attention(Q W_Q^i, K W_K^i, V W_V^i).
+    """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O,
+    head_i = Attention(Q W_Q^i, K W_K^i, V W_V^i).
 
-    ``n_kv_heads < n_heads`` shares each K/V head among ``n_heads // n_kv_heads`` query heads
-    (GQA; MQA when ``n_kv_heads == 1``). Inputs are batch-first (B, T, d_model).
+    ``n_kv_heads < n_heads`` shares each K/V head among ``n_heads // n_kv_heads`` query
+    heads (GQA; MQA when ``n_kv_heads == 1``). Inputs are batch-first (B, T, d_model).
     """
 
     def __init__(
@@ -69,13 +76,24 @@ class MultiHeadAttention(nn.Module):
         self._check_input("query", query)
         return split_heads(self.q_proj(query), self.n_heads)
 
-    def project_kv(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, T_k, d_model) -> K, V per K/V head, each (B, h_kv, T_k, d_k). A KV cache stores these."""
+    def project_kv(
+        self, key: torch.Tensor, value: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, T_k, d_model) -> K, V per K/V head, each (B, h_kv, T_k, d_k).
+
+        A KV cache stores these.
+        """
         self._check_input("key", key)
         self._check_input("value", value)
         if key.shape[:2] != value.shape[:2]:
-            raise ValueError(f"key {tuple(key.shape)} and value {tuple(value.shape)} differ in (B, T_k)")
-        return split_heads(self.k_proj(key), self.n_kv_heads), split_heads(self.v_proj(value), self.n_kv_heads)
+            raise ValueError(
+                f"key {tuple(key.shape)} and value {tuple(value.shape)} "
+                "differ in (B, T_k)"
+            )
+        return (
+            split_heads(self.k_proj(key), self.n_kv_heads),
+            split_heads(self.v_proj(value), self.n_kv_heads),
+        )
 
     def attend(
         self,
@@ -85,19 +103,26 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         need_weights: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Attention over projected heads, then Concat and W_O. q (B, h, T_q, d_k); k, v (B, h_kv, T_k, d_k)."""
+        """Attention over projected heads, then Concat and W_O.
+
+        q (B, h, T_q, d_k); k, v (B, h_kv, T_k, d_k).
+        """
         n_rep = self.n_heads // self.n_kv_heads
         if mask is not None and mask.dim() == 3:
-            mask = mask.unsqueeze(1)  # (B, T_q, T_k) -> (B, 1, T_q, T_k): the same mask for every head
+            # (B, T_q, T_k) -> (B, 1, T_q, T_k): the same mask for every head
+            mask = mask.unsqueeze(1)
         use_fused = not need_weights and not (self.training and self.dropout.p > 0)
         if use_fused:
-            out, weights = fused_attention(q, k, v, mask, enable_gqa=n_rep > 1), None  # (B, h, T_q, d_k)
+            # (B, h, T_q, d_k)
+            out, weights = fused_attention(q, k, v, mask, enable_gqa=n_rep > 1), None
         else:
             k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)  # (B, h, T_k, d_k)
-            out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T_q, d_k), (B, h, T_q, T_k)
+            # (B, h, T_q, d_k), (B, h, T_q, T_k)
+            out, weights = scaled_dot_product_attention(q, k, v, mask)
             if self.dropout.p > 0 and self.training:
                 out = self.dropout(weights) @ v
-        out = self.o_proj(merge_heads(out))  # (B, T_q, h * d_k) @ W_O -> (B, T_q, d_model)
+        # (B, T_q, h * d_k) @ W_O -> (B, T_q, d_model)
+        out = self.o_proj(merge_heads(out))
         return out, (weights if need_weights else None)
 
     def forward(
@@ -110,24 +135,30 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Returns (out (B, T_q, d_model), weights (B, h, T_q, T_k) or None).
 
-        ``mask`` is bool, True = may attend, broadcastable to (B, h, T_q, T_k); a 3-D mask
-        (B, T_q, T_k) applies to every head. ``need_weights=False`` takes the fused path.
+        ``mask`` is bool, True = may attend, broadcastable to (B, h, T_q, T_k); a 3-D
+        mask (B, T_q, T_k) applies to every head. ``need_weights=False`` takes the fused
+        path.
         """
         q = self.project_q(query)  # (B, h, T_q, d_k)
         k, v = self.project_kv(key, value)  # (B, h_kv, T_k, d_k)
         if q.size(0) != k.size(0):
-            raise ValueError(f"query batch {tuple(query.shape)} and key batch {tuple(key.shape)} differ")
+            raise ValueError(
+                f"query batch {tuple(query.shape)} "
+                f"and key batch {tuple(key.shape)} differ"
+            )
         return self.attend(q, k, v, mask, need_weights)
 
     def _check_input(self, name: str, x: torch.Tensor) -> None:
         if x.dim() != 3 or x.size(-1) != self.d_model:
             raise ValueError(
-                f"{name} must have shape (B, T, d_model={self.d_model}), got {tuple(x.shape)}"
+                f"{name} must have shape (B, T, d_model={self.d_model}), "
+                f"got {tuple(x.shape)}"
             )
 
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Copy the weights of an ``nn.MultiheadAttention`` (use ``batch_first=True`` to compare outputs)."""
+        """Copy the weights of an ``nn.MultiheadAttention``
+        (use ``batch_first=True`` to compare outputs)."""
         if not m._qkv_same_embed_dim:
             raise ValueError("from_torch supports only kdim == vdim == embed_dim")
         if m.bias_k is not None or m.add_zero_attn:
@@ -136,15 +167,25 @@ class MultiHeadAttention(nn.Module):
         new = cls(m.embed_dim, m.num_heads, bias=bias, dropout=m.dropout)
         new = new.to(device=m.in_proj_weight.device, dtype=m.in_proj_weight.dtype)
         with torch.no_grad():
-            for proj, w in zip((new.q_proj, new.k_proj, new.v_proj), m.in_proj_weight.chunk(3)):
+            for proj, w in zip(
+                (new.q_proj, new.k_proj, new.v_proj), m.in_proj_weight.chunk(3)
+            ):
                 proj.weight.copy_(w)
             new.o_proj.weight.copy_(m.out_proj.weight)
             if bias:
-                for proj, b in zip((new.q_proj, new.k_proj, new.v_proj), m.in_proj_bias.chunk(3)):
+                for proj, b in zip(
+                    (new.q_proj, new.k_proj, new.v_proj), m.in_proj_bias.chunk(3)
+                ):
                     proj.bias.copy_(b)
                 new.o_proj.bias.copy_(m.out_proj.bias)
         return new.train(m.training)
 
-    def kv_cache_bytes(self, batch: int, T: int, dtype: torch.dtype = torch.float32) -> int:
-        """Bytes of K and V for one layer: 2 * batch * n_kv_heads * T * d_k * bytes   (eq. kv-memory)."""
-        return 2 * batch * self.n_kv_heads * T * self.d_k * torch.empty((), dtype=dtype).element_size()
+    def kv_cache_bytes(
+        self, batch: int, T: int, dtype: torch.dtype = torch.float32
+    ) -> int:
+        """Bytes of K and V for one layer: 2 * batch * n_kv_heads * T * d_k * bytes
+        (eq. kv-memory)."""
+        return (
+            2 * batch * self.n_kv_heads * T * self.d_k
+            * torch.empty((), dtype=dtype).element_size()
+        )

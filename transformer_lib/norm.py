@@ -6,29 +6,37 @@ import torch
 import torch.nn as nn
 
 
-def layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """LN(z) = gamma * (z - mu) / sqrt(sigma^2 + eps) + beta over the last dim   (eq. layer-norm).
+def layer_norm(
+    x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5
+) -> torch.Tensor:
+    """LN(z) = gamma * (z - mu) / sqrt(sigma^2 + eps) + beta over the last dim
+    (eq. layer-norm).
 
-    mu and sigma^2 are the mean and the *biased* variance (divide by N) of the last dimension,
-    eps sits inside the square root: exactly ``nn.LayerNorm``. The input is centred before
-    squaring, so a large common offset (1e4) does not cancel catastrophically.
+    mu and sigma^2 are the mean and the *biased* variance (divide by N) of the last
+    dimension, eps sits inside the square root: exactly ``nn.LayerNorm``. The input is
+    centred before squaring, so a large common offset (1e4) does not cancel
+    catastrophically.
     """
     if gamma.shape != x.shape[-1:] or beta.shape != x.shape[-1:]:
         raise ValueError(
-            f"gamma {tuple(gamma.shape)} and beta {tuple(beta.shape)} must both have shape "
-            f"({x.size(-1)},), the last dim of x {tuple(x.shape)}"
+            f"gamma {tuple(gamma.shape)} and beta {tuple(beta.shape)} must both have "
+            f"shape ({x.size(-1)},), the last dim of x {tuple(x.shape)}"
         )
     mu = x.mean(dim=-1, keepdim=True)  # (..., 1)
     centred = x - mu
-    var = (centred * centred).mean(dim=-1, keepdim=True)  # biased: divide by N, (..., 1)
+    # biased: divide by N, (..., 1)
+    var = (centred * centred).mean(dim=-1, keepdim=True)
     return gamma * centred / torch.sqrt(var + eps) + beta
 
 
-def layer_norm_article(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """The first source article's form, gamma * (z - mu) / (sigma + eps) + beta   (eq. layer-norm-article).
+def layer_norm_article(
+    x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5
+) -> torch.Tensor:
+    """The first source article's form, gamma * (z - mu) / (sigma + eps) + beta
+    (eq. layer-norm-article).
 
-    Shown in chapter 7 for comparison only: it differs from ``nn.LayerNorm`` when sigma is
-    comparable to sqrt(eps). The library's layers use :func:`layer_norm`.
+    Shown in chapter 7 for comparison only: it differs from ``nn.LayerNorm`` when sigma
+    is comparable to sqrt(eps). The library's layers use :func:`layer_norm`.
     """
     mu = x.mean(dim=-1, keepdim=True)
     sigma = (x - mu).pow(2).mean(dim=-1, keepdim=True).sqrt()
@@ -36,7 +44,8 @@ def layer_norm_article(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor,
 
 
 class LayerNorm(nn.Module):
-    """:func:`layer_norm` with learned gamma (``weight``) and beta (``bias``); loads ``nn.LayerNorm``'s state_dict."""
+    """:func:`layer_norm` with learned gamma (``weight``) and beta (``bias``); loads
+    ``nn.LayerNorm``'s state_dict."""
 
     def __init__(self, d_model: int, eps: float = 1e-5) -> None:
         super().__init__()
