@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ch01_qkv import WORDS, light_colorbar, lookup
+from .ch01_qkv import WORDS, lookup
 from .explorer import Explorer, HoverGrid, heatmap
 
 HEADS = {  # what the reader picks -> the rule of chapter 1 that builds that head
@@ -28,13 +28,8 @@ def draw_heads(fig, head: str = "previous word", causal: bool = False) -> HoverG
     fig.subplots_adjust(left=0.13, right=0.86, bottom=0.17, top=0.9)
     T = len(WORDS)
     masked = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else None  # each word's future
-    grid = heatmap(ax, weights.numpy(), WORDS, WORDS, colorbar=False, masked=masked,
+    grid = heatmap(ax, weights.numpy(), WORDS, WORDS, colorbar="light", annotate="rowmax", masked=masked,
                    title=f"head: {head}" + (" (causal mask)" if causal else ""))
-    for i in range(T):
-        j = int(weights[i].argmax())
-        w = float(weights[i, j])
-        ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=8, color="black" if w > 0.6 else "white")
-    light_colorbar(ax)
     return grid
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from matplotlib.patches import Rectangle
 
 import transformer_lib as tl
 
@@ -23,25 +22,6 @@ FEATURES = KINDS + [f"pos {i}" for i in range(len(WORDS))]  # the d_model = 10 i
 
 RULES = ["itself", "the previous word", "the next word", "the first word", "a noun", "its own kind"]
 BETAS = [0, 1, 2, 4, 8]
-
-
-def light_colorbar(ax, vmin: float = 0.0, vmax: float = 1.0, cmap: str = "viridis", width: float = 0.02,
-                   pad: float = 0.02, ticks: int = 3) -> None:
-    """A colour bar beside ``ax``, painted straight onto the figure (no extra axes).
-
-    It looks like ``fig.colorbar`` at a fraction of the drawing cost, which keeps a live redraw
-    under 100 ms. Call it after the layout is fixed. The bar is placed in pixels, so the figure
-    must be saved at its own dpi, as ``Explorer`` does.
-    """
-    fig, box = ax.figure, ax.get_position()
-    W, H = fig.bbox.width, fig.bbox.height
-    x0, y0 = int(round((box.x1 + pad) * W)), int(round(box.y0 * H))
-    h, w = max(int(round(box.height * H)), 2), max(int(round(width * W)), 1)
-    gradient = np.linspace(vmax, vmin, h)[:, None].repeat(w, axis=1)  # top row = vmax
-    fig.figimage(gradient, xo=x0, yo=y0, cmap=cmap, vmin=vmin, vmax=vmax, origin="upper")
-    fig.add_artist(Rectangle((x0 / W, y0 / H), w / W, h / H, transform=fig.transFigure, fill=False, lw=0.8))
-    for v in np.linspace(vmin, vmax, ticks):
-        fig.text((x0 + w) / W + 0.008, (y0 + (v - vmin) / (vmax - vmin) * h) / H, f"{v:.1f}", va="center", fontsize=8)
 
 
 def sentence_embeddings() -> torch.Tensor:
@@ -115,13 +95,8 @@ def draw_lookup(fig, rule: str = "the previous word", beta: float = 4) -> HoverG
     weights, _ = lookup(rule, beta)
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.13, right=0.86, bottom=0.17, top=0.9)
-    grid = heatmap(ax, weights.numpy(), WORDS, WORDS, colorbar=False,
+    grid = heatmap(ax, weights.numpy(), WORDS, WORDS, colorbar="light", annotate="rowmax",
                    title=f"each word looks for {rule} (\u03b2 = {beta:g})")
-    for i in range(len(WORDS)):
-        j = int(weights[i].argmax())  # the key this query found (the first one, if several tie)
-        w = float(weights[i, j])
-        ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=8, color="black" if w > 0.6 else "white")
-    light_colorbar(ax)
     return grid
 
 

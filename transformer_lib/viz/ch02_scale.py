@@ -11,7 +11,6 @@ import torch
 
 import transformer_lib as tl
 
-from .ch01_qkv import light_colorbar
 from .explorer import Explorer, HoverGrid, heatmap
 
 T = 6
@@ -40,14 +39,9 @@ def draw_scale(fig, d_k: int = 64, scale: bool = True) -> HoverGrid:
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.13, right=0.86, bottom=0.15, top=0.88)
     what = "QK\u1d40/\u221ad\u2096" if scale else "QK\u1d40 (no scale)"
-    grid = heatmap(ax, weights.numpy(), POSITIONS, POSITIONS, colorbar=False,
+    grid = heatmap(ax, weights.numpy(), POSITIONS, POSITIONS, colorbar="light", annotate="rowmax",
                    title=f"softmax({what}), d\u2096 = {d_k}: scores have std {scores.std().item():.1f}")
     ax.title.set_fontsize(10)
-    for i in range(T):
-        j = int(weights[i].argmax())
-        w = float(weights[i, j])
-        ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=8, color="black" if w > 0.6 else "white")
-    light_colorbar(ax)
     return grid
 
 

@@ -12,7 +12,6 @@ import torch
 
 import transformer_lib as tl
 
-from .ch01_qkv import light_colorbar
 from .explorer import Explorer, HoverGrid, heatmap
 
 WORDS = ["my", "dog", "chased", "the", "red", "ball"]
@@ -47,13 +46,8 @@ def draw_temperature(fig, tau: float = 1) -> HoverGrid:
     weights = tempered_weights(tau)
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.15, right=0.86, bottom=0.19, top=0.9)
-    grid = heatmap(ax, weights.numpy(), WORDS, WORDS, colorbar=False,
+    grid = heatmap(ax, weights.numpy(), WORDS, WORDS, colorbar="light", annotate="rowmax",
                    title=f"A = softmax(S / \u03c4),  \u03c4 = {tau:g}")
-    for i in range(len(WORDS)):
-        j = int(weights[i].argmax())
-        w = float(weights[i, j])
-        ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=8, color="black" if w > 0.6 else "white")
-    light_colorbar(ax)
     return grid
 
 
