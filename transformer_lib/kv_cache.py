@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -10,6 +11,9 @@ from .attention import scaled_dot_product_attention
 from .heads import repeat_kv
 from .masks import causal_mask
 from .positional import apply_rope
+
+if TYPE_CHECKING:  # only for the type hint: model.py imports this module
+    from .model import Transformer
 
 
 def cached_attention_step(
@@ -136,7 +140,7 @@ class KVCache:
         return own + sum(t.untyped_storage().nbytes() for t in self.cross_k + self.cross_v if t is not None)
 
 
-def time_decoding(model, src: torch.Tensor, max_new_tokens: int, use_cache: bool) -> dict[str, list[float]]:
+def time_decoding(model: Transformer, src: torch.Tensor, max_new_tokens: int, use_cache: bool) -> dict[str, list[float]]:
     """Seconds of each greedy decoding step of ``model.generate_steps`` (a :class:`~transformer_lib.Transformer`).
 
     Returns {"wall": wall-clock seconds, "cpu": CPU seconds of this process}, one entry per step.

@@ -1,7 +1,7 @@
 """Chapter 12 figures: what one greedy decoding step computes, with and without the KV cache.
 
 ``cache_explorer(weights, labels)`` steps through decoding. The left panel is a decoder
-self-attention map; the cells computed at the chosen step are shown, the rest hatched. Without a
+self-attention map; the cells computed at the chosen step are shown, the rest grey. Without a
 cache, step t recomputes every query row 0 ... t-1 and every K/V row; with one, only the newest
 query row and the newest K/V row are computed, the older K/V rows are read from the cache (right
 panel). Called with no arguments (as ``EXPLORERS`` does) it uses a small random-weight model.
@@ -9,18 +9,18 @@ panel). Called with no arguments (as ``EXPLORERS`` does) it uses a small random-
 
 from __future__ import annotations
 
+import matplotlib
 import numpy as np
 import torch
 from matplotlib.colors import ListedColormap
-from matplotlib.patches import Patch
 
 import transformer_lib as tl
 
 from .ch11_toy import position_labels
 from .explorer import Explorer, heatmap
 
-STATUS_COLOURS = ListedColormap(["#ffffff", "#9ecae1", "#fd8d3c"])  # not produced yet, read from cache, computed now
-STATUS_NAMES = ["not produced yet", "read from the cache", "computed this step"]
+NOT_COMPUTED_GREY = matplotlib.colormaps["viridis"].with_extremes(bad="#d9d9d9")  # NaN cells drawn grey
+STATUS_COLOURS = ListedColormap(["#ffffff", "#6baed6", "#fd8d3c"])  # white: not produced yet, blue: cached, orange: new
 
 
 def step_cells(T: int, t: int, use_cache: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -45,25 +45,24 @@ def cache_explorer(weights: np.ndarray | torch.Tensor | None = None, labels: lis
 
     def draw(fig, step: int, use_cache: bool):
         computed, status = step_cells(T, step, use_cache)
-        fig.subplots_adjust(left=0.14, right=0.97, bottom=0.17, top=0.8, wspace=0.25)
-        ax, ax_kv = fig.subplots(1, 2, gridspec_kw={"width_ratios": [5, 1.2]})
-        grid = heatmap(ax, weights, labels, labels, title="attention weights computed this step",
-                       row_name="query position", col_name="key position", masked=~computed)
+        # fixed axes positions (no layout engine, colour bar in its own axes): a redraw stays fast
+        ax = fig.add_axes((0.14, 0.17, 0.56, 0.68))
+        cax = fig.add_axes((0.72, 0.17, 0.025, 0.68))
+        ax_kv = fig.add_axes((0.82, 0.17, 0.14, 0.68))
+        shown = np.where(computed, weights, np.nan)  # cells not computed at this step: grey, "masked" on hover
+        grid = heatmap(ax, shown, labels, labels, title="attention weights computed this step", cmap=NOT_COMPUTED_GREY,
+                       row_name="query position", col_name="key position", colorbar=False)
+        fig.colorbar(ax.images[0], cax=cax)
         ax_kv.imshow(np.repeat(status[:, None], 2, axis=1), cmap=STATUS_COLOURS, vmin=0, vmax=2, aspect="auto")
         ax_kv.set_xticks([0, 1], ["K", "V"])
         ax_kv.set_yticks([])  # the rows line up with the positions of the map on the left
         ax_kv.set_title("K/V rows", fontsize=10)
-        ax_kv.hlines(np.arange(T + 1) - 0.5, -0.5, 1.5, color="#999999", lw=0.5)
+        ax_kv.hlines(np.arange(1, T) - 0.5, -0.5, 1.5, color="#999999", lw=0.5)  # one row per position
         n_rows = 1 if use_cache else step
         n_scores = step if use_cache else step * (step + 1) // 2
         mode = "with the KV cache" if use_cache else "without a cache"
-        fig.suptitle(
-            f"step {step} {mode}: {n_rows} query row{'s' * (n_rows > 1)}, {int((status == 2).sum())} new K/V "
-            f"row{'s' * (n_rows > 1)}, {int((status == 1).sum())} reused, {n_scores} scores",
-            fontsize=10,
-        )
-        handles = [Patch(facecolor=STATUS_COLOURS(k), edgecolor="#999999", label=name) for k, name in enumerate(STATUS_NAMES)]
-        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.55, 0.93), ncol=3, fontsize=8, frameon=False)
+        fig.suptitle(f"step {step} {mode}: {n_rows} query row{'s' * (n_rows > 1)}, {n_scores} scores", fontsize=10, y=0.97)
+        ax_kv.set_xlabel("orange: new\nblue: cached", fontsize=8)
         return grid
 
     return Explorer(
