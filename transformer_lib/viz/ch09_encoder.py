@@ -145,6 +145,8 @@ def step_explorer(ex: Example | None = None) -> Explorer:
     return Explorer(
         draw,
         {"step": STEPS, "norm_first": [False, True]},
+        # open on the first Add & Norm, where the two placements visibly differ
+        defaults={"step": "Z_add_norm_1"},
         labels={"step": "tensor", "norm_first": "Pre-LN (norm_first)"},
         figsize=(7.6, 3.2),
         dpi=85,
