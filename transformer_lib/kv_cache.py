@@ -1,4 +1,5 @@
-"""The KV cache (chapter 12): one cached attention step, the per-layer cache of a decoder, its memory formula, a step timer."""
+"""The KV cache (chapter 12): one cached attention step, the per-layer cache of a
+decoder, its memory formula, a step timer."""
 
 from __future__ import annotations
 
@@ -26,15 +27,18 @@ def cached_attention_step(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One decoding step with a KV cache   (eq. kv-append, kv-step).
 
-    q_new (B, h, T_new, d_k); k_new, v_new (B, h_kv, T_new, d_k); cache_k, cache_v (B, h_kv, T_past, d_k),
-    T_past may be 0. The new tokens sit at positions T_past, ..., T_past + T_new - 1: with ``rope``
-    they are rotated there before K joins the cache (the cache stores rotated keys). K and V are
-    appended, and the new queries attend causally over all T_past + T_new keys.
-    Returns (out (B, h, T_new, d_k), cache_k, cache_v), the caches now T_past + T_new long.
+    q_new (B, h, T_new, d_k); k_new, v_new (B, h_kv, T_new, d_k); cache_k, cache_v
+    (B, h_kv, T_past, d_k), T_past may be 0. The new tokens sit at positions
+    T_past, ..., T_past + T_new - 1: with ``rope`` they are rotated there before K joins
+    the cache (the cache stores rotated keys). K and V are appended, and the new queries
+    attend causally over all T_past + T_new keys.
+    Returns (out (B, h, T_new, d_k), cache_k, cache_v), the caches now
+    T_past + T_new long.
     """
     if cache_k.shape != cache_v.shape or cache_k.shape[:2] != k_new.shape[:2]:
         raise ValueError(
-            f"cache_k {tuple(cache_k.shape)}, cache_v {tuple(cache_v.shape)} and k_new {tuple(k_new.shape)} "
+            f"cache_k {tuple(cache_k.shape)}, cache_v {tuple(cache_v.shape)} "
+            f"and k_new {tuple(k_new.shape)} "
             "must agree in (B, h_kv) and cache_k must have the shape of cache_v"
         )
     T_past, T_new = cache_k.size(-2), q_new.size(-2)
@@ -44,31 +48,47 @@ def cached_attention_step(
     cache_k = torch.cat([cache_k, k_new], dim=-2)  # (B, h_kv, T_past + T_new, d_k)
     cache_v = torch.cat([cache_v, v_new], dim=-2)
     n_rep = q_new.size(1) // cache_k.size(1)
-    mask = causal_mask(T_new, T_past + T_new, device=q_new.device)  # (T_new, T_past + T_new), end-aligned
-    out, _ = scaled_dot_product_attention(q_new, repeat_kv(cache_k, n_rep), repeat_kv(cache_v, n_rep), mask)
+    # (T_new, T_past + T_new), end-aligned
+    mask = causal_mask(T_new, T_past + T_new, device=q_new.device)
+    out, _ = scaled_dot_product_attention(
+        q_new, repeat_kv(cache_k, n_rep), repeat_kv(cache_v, n_rep), mask
+    )
     return out, cache_k, cache_v
 
 
 def kv_cache_nbytes(
-    n_layers: int, batch: int, n_kv_heads: int, T: int, d_head: int, dtype: torch.dtype = torch.float32
+    n_layers: int,
+    batch: int,
+    n_kv_heads: int,
+    T: int,
+    d_head: int,
+    dtype: torch.dtype = torch.float32,
 ) -> int:
-    """Bytes of a KV cache: 2 * n_layers * batch * n_kv_heads * T * d_head * bytes   (eq. kv-memory-total).
+    """Bytes of a KV cache: 2 * n_layers * batch * n_kv_heads * T * d_head * bytes
+    (eq. kv-memory-total).
 
-    The 2 counts K and V. For an encoder-decoder, T is the decoder positions held for self-attention
-    plus T_src for the cross-attention K/V. GQA divides the total by n_heads / n_kv_heads.
+    The 2 counts K and V. For an encoder-decoder, T is the decoder positions held for
+    self-attention plus T_src for the cross-attention K/V. GQA divides the total by
+    n_heads / n_kv_heads.
     """
-    return 2 * n_layers * batch * n_kv_heads * T * d_head * torch.empty((), dtype=dtype).element_size()
+    return (
+        2 * n_layers * batch * n_kv_heads * T * d_head
+        * torch.empty((), dtype=dtype).element_size()
+    )
 
 
 class KVCache:
-    """What a decoder keeps between decoding steps, per decoder layer   (eq. kv-append, kv-memory-total).
+    """What a decoder keeps between decoding steps, per decoder layer
+    (eq. kv-append, kv-memory-total).
 
     - self-attention K and V, each (B, h_kv, T, d_k), one position appended per step;
-    - cross-attention K and V of the encoder output, each (B, h_kv, T_src, d_k), computed once.
+    - cross-attention K and V of the encoder output, each (B, h_kv, T_src, d_k),
+      computed once.
 
-    ``capacity`` preallocates that many positions and writes each new K/V row in place, so a step
-    costs O(1) copying. ``capacity=None`` grows the tensors with ``torch.cat``, which copies the whole
-    cache at every step: simpler, same results, more memory traffic.
+    ``capacity`` preallocates that many positions and writes each new K/V row in place,
+    so a step costs O(1) copying. ``capacity=None`` grows the tensors with
+    ``torch.cat``, which copies the whole cache at every step: simpler, same results,
+    more memory traffic.
     """
 
     def __init__(
@@ -84,29 +104,41 @@ class KVCache:
         if capacity is not None and capacity < 0:
             raise ValueError(f"capacity must be >= 0 or None, got {capacity}")
         self.n_layers, self.capacity = n_layers, capacity
-        shape = (batch, n_kv_heads, 0 if capacity is None else capacity, d_head)  # (B, h_kv, T, d_k)
-        self._k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
-        self._v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        # (B, h_kv, T, d_k)
+        shape = (batch, n_kv_heads, 0 if capacity is None else capacity, d_head)
+        self._k = [
+            torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)
+        ]
+        self._v = [
+            torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)
+        ]
         self._len = [0] * n_layers
-        self.cross_k: list[torch.Tensor | None] = [None] * n_layers  # (B, h_kv, T_src, d_k)
+        # (B, h_kv, T_src, d_k)
+        self.cross_k: list[torch.Tensor | None] = [None] * n_layers
         self.cross_v: list[torch.Tensor | None] = [None] * n_layers
-        self.cross_mask: torch.Tensor | None = None  # source key mask, broadcastable to (B, 1, 1, T_src)
+        # source key mask, broadcastable to (B, 1, 1, T_src)
+        self.cross_mask: torch.Tensor | None = None
 
     @property
     def length(self) -> int:
         """Decoder positions held so far (the T of the self-attention cache)."""
         return self._len[0]
 
-    def append(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """K <- [K; k_new], V <- [V; v_new] for one layer   (eq. kv-append); returns the full K, V (B, h_kv, T, d_k)."""
+    def append(
+        self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """K <- [K; k_new], V <- [V; v_new] for one layer   (eq. kv-append);
+        returns the full K, V (B, h_kv, T, d_k)."""
         T0, T_new = self._len[layer], k_new.size(-2)
         if self.capacity is None:
-            self._k[layer] = torch.cat([self._k[layer], k_new], dim=-2)  # copies all T0 + T_new rows
+            # copies all T0 + T_new rows
+            self._k[layer] = torch.cat([self._k[layer], k_new], dim=-2)
             self._v[layer] = torch.cat([self._v[layer], v_new], dim=-2)
         else:
             if T0 + T_new > self.capacity:
                 raise ValueError(
-                    f"KV cache full: layer {layer} holds {T0} positions, {T_new} more would exceed capacity={self.capacity}"
+                    f"KV cache full: layer {layer} holds {T0} positions, "
+                    f"{T_new} more would exceed capacity={self.capacity}"
                 )
             self._k[layer][:, :, T0 : T0 + T_new] = k_new  # write the new rows in place
             self._v[layer][:, :, T0 : T0 + T_new] = v_new
@@ -114,16 +146,19 @@ class KVCache:
         return self.self_kv(layer)
 
     def self_kv(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The self-attention K, V of one layer held so far, each (B, h_kv, T, d_k) (views, no copy)."""
+        """The self-attention K, V of one layer held so far, each (B, h_kv, T, d_k)
+        (views, no copy)."""
         T = self._len[layer]
         return self._k[layer][:, :, :T], self._v[layer][:, :, :T]
 
     def set_cross(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
-        """Store the cross-attention K, V (B, h_kv, T_src, d_k) of the encoder output, computed once."""
+        """Store the cross-attention K, V (B, h_kv, T_src, d_k) of the encoder output,
+        computed once."""
         self.cross_k[layer], self.cross_v[layer] = k, v
 
     def tensors(self) -> list[torch.Tensor]:
-        """Every K/V tensor the cache holds: per layer self K, self V, then cross K, cross V if set."""
+        """Every K/V tensor the cache holds: per layer self K, self V, then cross K,
+        cross V if set."""
         out = []
         for i in range(self.n_layers):
             out += list(self.self_kv(i))
@@ -131,22 +166,31 @@ class KVCache:
         return out
 
     def nbytes(self) -> int:
-        """Bytes of the K/V held (the filled part of a preallocated buffer): compare with :func:`kv_cache_nbytes`."""
+        """Bytes of the K/V held (the filled part of a preallocated buffer): compare
+        with :func:`kv_cache_nbytes`."""
         return sum(t.nbytes for t in self.tensors())
 
     def allocated_nbytes(self) -> int:
         """Bytes actually allocated, including preallocated positions not filled yet."""
         own = sum(t.untyped_storage().nbytes() for t in self._k + self._v)
-        return own + sum(t.untyped_storage().nbytes() for t in self.cross_k + self.cross_v if t is not None)
+        return own + sum(
+            t.untyped_storage().nbytes()
+            for t in self.cross_k + self.cross_v
+            if t is not None
+        )
 
 
-def time_decoding(model: Transformer, src: torch.Tensor, max_new_tokens: int, use_cache: bool) -> dict[str, list[float]]:
-    """Seconds of each greedy decoding step of ``model.generate_steps`` (a :class:`~transformer_lib.Transformer`).
+def time_decoding(
+    model: Transformer, src: torch.Tensor, max_new_tokens: int, use_cache: bool
+) -> dict[str, list[float]]:
+    """Seconds of each greedy decoding step of ``model.generate_steps`` (a
+    :class:`~transformer_lib.Transformer`).
 
-    Returns {"wall": wall-clock seconds, "cpu": CPU seconds of this process}, one entry per step.
-    On a machine shared with other jobs, wall-clock time also counts the time spent waiting for a
-    core; CPU time counts only the work done. Step 1 also pays for the encoder (and, with the
-    cache, the memory's cross-attention K/V).
+    Returns {"wall": wall-clock seconds, "cpu": CPU seconds of this process}, one entry
+    per step.
+    On a machine shared with other jobs, wall-clock time also counts the time spent
+    waiting for a core; CPU time counts only the work done. Step 1 also pays for the
+    encoder (and, with the cache, the memory's cross-attention K/V).
     """
     wall, cpu = [], []
     w0, c0 = time.perf_counter(), time.process_time()

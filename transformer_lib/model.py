@@ -1,9 +1,11 @@
-"""The encoder-decoder Transformer, greedy decoding and decoding with a KV cache (chapters 11 and 12).
+"""The encoder-decoder Transformer, greedy decoding and decoding with a KV cache
+(chapters 11 and 12).
 
-    X_0 = sqrt(d_model) * E[src] + PE        (eq. embedding-scale), the same for the target
-    memory = Encoder_N(... Encoder_1(X_0))  Z = Decoder_N(... Decoder_1(Y_0, memory), memory)
-    logits = Z W_out + b_out                 (eq. toy-logits)
-    y_t = argmax_v logits[t - 1, v]          (eq. greedy), starting from BOS
+    X_0 = sqrt(d_model) * E[src] + PE   (eq. embedding-scale), the same for the target
+    memory = Encoder_N(... Encoder_1(X_0))
+    Z = Decoder_N(... Decoder_1(Y_0, memory), memory)
+    logits = Z W_out + b_out            (eq. toy-logits)
+    y_t = argmax_v logits[t - 1, v]     (eq. greedy), starting from BOS
 """
 
 from __future__ import annotations
@@ -26,20 +28,25 @@ from .positional import sinusoidal_positional_encoding
 
 @dataclass(kw_only=True)
 class TransformerConfig:
-    """Hyperparameters of :class:`Transformer` (the paper's base model: d_model=512, n_heads=8, n_layers=6, d_ff=2048)."""
+    """Hyperparameters of :class:`Transformer` (the paper's base model: d_model=512,
+    n_heads=8, n_layers=6, d_ff=2048)."""
 
     vocab_size: int  # number of token ids, the special ids (pad, bos) included
     d_model: int  # width of the residual stream and of every embedding
     n_heads: int  # attention heads h in every attention sublayer; d_k = d_model / h
-    n_kv_heads: int | None = None  # K/V heads for GQA (None: = n_heads, plain multi-head; 1: MQA)
+    # K/V heads for GQA (None: = n_heads, plain multi-head; 1: MQA)
+    n_kv_heads: int | None = None
     n_layers: int  # N: encoder layers, and as many decoder layers
     d_ff: int  # hidden width of every feed-forward network (usually 4 * d_model)
-    max_len: int  # longest source or target sequence: rows of the positional-encoding table
-    norm_first: bool = False  # False: Post-LN, the paper's; True: Pre-LN, plus a final LayerNorm per stack
+    # longest source or target sequence: rows of the positional-encoding table
+    max_len: int
+    # False: Post-LN, the paper's; True: Pre-LN, plus a final LayerNorm per stack
+    norm_first: bool = False
     activation: str = "relu"  # FFN nonlinearity, "relu" or "gelu"
     bos_id: int = 1  # the token every decoder input starts with
     pad_id: int = 0  # the padding token
-    dropout: float = 0.0  # dropout on embeddings, attention weights and sublayer outputs (training only)
+    # dropout on embeddings, attention weights and sublayer outputs (training only)
+    dropout: float = 0.0
 
     def __post_init__(self) -> None:
         check_divisible(self.d_model, self.n_heads, self.n_kv_heads)
@@ -48,11 +55,17 @@ class TransformerConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("bos_id", "pad_id"):
             if not 0 <= getattr(self, name) < self.vocab_size:
-                raise ValueError(f"{name}={getattr(self, name)} is not a token id in [0, vocab_size={self.vocab_size})")
+                raise ValueError(
+                    f"{name}={getattr(self, name)} is not a token id in "
+                    f"[0, vocab_size={self.vocab_size})"
+                )
         if self.bos_id == self.pad_id:
             raise ValueError(f"bos_id and pad_id must differ, both are {self.bos_id}")
         if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+            raise ValueError(
+                f"activation must be one of {sorted(ACTIVATIONS)}, "
+                f"got {self.activation!r}"
+            )
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
 
@@ -68,8 +81,9 @@ class TransformerConfig:
 
 
 class Transformer(nn.Module):
-    """The encoder-decoder of "Attention Is All You Need": token embeddings scaled by sqrt(d_model),
-    sinusoidal positions, N encoder layers, N decoder layers and the output projection.
+    """The encoder-decoder of "Attention Is All You Need": token embeddings scaled by
+    sqrt(d_model), sinusoidal positions, N encoder layers, N decoder layers and the
+    output projection.
 
     Source and target share one embedding table. Masks are bool, True = may attend.
     """
@@ -79,31 +93,57 @@ class Transformer(nn.Module):
         self.cfg = cfg
         d = cfg.d_model
         self.embed = nn.Embedding(cfg.vocab_size, d)  # E, shared by source and target
-        nn.init.normal_(self.embed.weight, std=d**-0.5)  # so that sqrt(d_model) * E has unit-size entries
-        self.register_buffer("pe", sinusoidal_positional_encoding(cfg.max_len, d), persistent=False)  # (max_len, d)
+        # so that sqrt(d_model) * E has unit-size entries
+        nn.init.normal_(self.embed.weight, std=d**-0.5)
+        # (max_len, d)
+        self.register_buffer(
+            "pe", sinusoidal_positional_encoding(cfg.max_len, d), persistent=False
+        )
         self.dropout = nn.Dropout(cfg.dropout)
-        kw = dict(norm_first=cfg.norm_first, activation=cfg.activation, dropout=cfg.dropout, n_kv_heads=cfg.n_kv_heads)
-        self.encoder_layers = nn.ModuleList(EncoderLayer(d, cfg.n_heads, cfg.d_ff, **kw) for _ in range(cfg.n_layers))
-        self.decoder_layers = nn.ModuleList(DecoderLayer(d, cfg.n_heads, cfg.d_ff, **kw) for _ in range(cfg.n_layers))
-        # Pre-LN leaves the residual stream un-normalised, so each stack ends with a LayerNorm (as nn.Transformer).
+        kw = dict(
+            norm_first=cfg.norm_first,
+            activation=cfg.activation,
+            dropout=cfg.dropout,
+            n_kv_heads=cfg.n_kv_heads,
+        )
+        self.encoder_layers = nn.ModuleList(
+            EncoderLayer(d, cfg.n_heads, cfg.d_ff, **kw) for _ in range(cfg.n_layers)
+        )
+        self.decoder_layers = nn.ModuleList(
+            DecoderLayer(d, cfg.n_heads, cfg.d_ff, **kw) for _ in range(cfg.n_layers)
+        )
+        # Pre-LN leaves the residual stream un-normalised, so each stack ends with a
+        # LayerNorm (as nn.Transformer).
         self.encoder_norm = LayerNorm(d) if cfg.norm_first else nn.Identity()
         self.decoder_norm = LayerNorm(d) if cfg.norm_first else nn.Identity()
-        self.out_proj = nn.Linear(d, cfg.vocab_size)  # W_out, b_out: d_model -> vocabulary logits
+        # W_out, b_out: d_model -> vocabulary logits
+        self.out_proj = nn.Linear(d, cfg.vocab_size)
 
-    # -- the pieces -----------------------------------------------------------------------------
+    # -- the pieces -------------------------------------------------------------------
     def embed_tokens(self, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
-        """(B, T) ids at positions start, ..., start + T - 1 -> sqrt(d_model) E[ids] + PE   (eq. embedding-scale)."""
+        """(B, T) ids at positions start, ..., start + T - 1
+        -> sqrt(d_model) E[ids] + PE   (eq. embedding-scale)."""
         if tokens.dim() != 2:
-            raise ValueError(f"tokens must have shape (B, T), got {tuple(tokens.shape)}")
+            raise ValueError(
+                f"tokens must have shape (B, T), got {tuple(tokens.shape)}"
+            )
         T = tokens.size(1)
         self._check_positions(start + T, f"{T} tokens from position {start}")
         x = self.embed(tokens) * math.sqrt(self.cfg.d_model)  # (B, T, d_model)
-        return self.dropout(x + self.pe[start : start + T])  # + (T, d_model), broadcast over B
+        # + (T, d_model), broadcast over B
+        return self.dropout(x + self.pe[start : start + T])
 
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None, need_weights: bool = False):
-        """src (B, T_src) -> memory (B, T_src, d_model), or ``(memory, [weights (B, h, T_src, T_src)] per layer)``.
+    def encode(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ):
+        """src (B, T_src) -> memory (B, T_src, d_model), or
+        ``(memory, [weights (B, h, T_src, T_src)] per layer)``.
 
-        src_mask: bool, True = may attend, broadcastable to (B, 1, 1, T_src), e.g. :func:`padding_mask`.
+        src_mask: bool, True = may attend, broadcastable to (B, 1, 1, T_src), e.g.
+        :func:`padding_mask`.
         """
         x, weights = self.embed_tokens(src), []
         for layer in self.encoder_layers:
@@ -123,11 +163,13 @@ class Transformer(nn.Module):
         tgt_mask: torch.Tensor | None = None,
         need_weights: bool = False,
     ):
-        """All target positions at once: tgt (B, T_tgt) -> decoder output (B, T_tgt, d_model) (before W_out).
+        """All target positions at once: tgt (B, T_tgt) -> decoder output
+        (B, T_tgt, d_model) (before W_out).
 
-        tgt_mask defaults to :func:`causal_mask` (T_tgt, T_tgt); a mask you pass replaces it, so
-        combine it yourself (``causal_mask(T) & padding_mask(...)``). With ``need_weights`` also
-        returns the lists of self- and cross-attention weights, one (B, h, T_tgt, T_k) per layer.
+        tgt_mask defaults to :func:`causal_mask` (T_tgt, T_tgt); a mask you pass
+        replaces it, so combine it yourself (``causal_mask(T) & padding_mask(...)``).
+        With ``need_weights`` also returns the lists of self- and cross-attention
+        weights, one (B, h, T_tgt, T_k) per layer.
         """
         y = self.embed_tokens(tgt)
         if tgt_mask is None:
@@ -135,7 +177,9 @@ class Transformer(nn.Module):
         self_ws, cross_ws = [], []
         for layer in self.decoder_layers:
             if need_weights:
-                y, w_self, w_cross = layer(y, memory, tgt_mask, src_mask, need_weights=True)
+                y, w_self, w_cross = layer(
+                    y, memory, tgt_mask, src_mask, need_weights=True
+                )
                 self_ws.append(w_self)
                 cross_ws.append(w_cross)
             else:
@@ -151,61 +195,98 @@ class Transformer(nn.Module):
         tgt_mask: torch.Tensor | None = None,
         return_attention: bool = False,
     ):
-        """Teacher forcing: src (B, T_src), tgt (B, T_tgt) -> logits (B, T_tgt, vocab_size)   (eq. toy-logits).
+        """Teacher forcing: src (B, T_src), tgt (B, T_tgt)
+        -> logits (B, T_tgt, vocab_size)   (eq. toy-logits).
 
-        With ``return_attention`` returns ``(logits, attn)``, attn = {"encoder": [...], "decoder_self": [...],
-        "cross": [...]}, one (B, h, T_q, T_k) tensor per layer.
+        With ``return_attention`` returns ``(logits, attn)``, attn = {"encoder": [...],
+        "decoder_self": [...], "cross": [...]}, one (B, h, T_q, T_k) tensor per layer.
         """
         if not return_attention:
-            return self.out_proj(self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask))
+            return self.out_proj(
+                self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)
+            )
         memory, enc_ws = self.encode(src, src_mask, need_weights=True)
-        y, self_ws, cross_ws = self.decode(tgt, memory, src_mask, tgt_mask, need_weights=True)
-        return self.out_proj(y), {"encoder": enc_ws, "decoder_self": self_ws, "cross": cross_ws}
+        y, self_ws, cross_ws = self.decode(
+            tgt, memory, src_mask, tgt_mask, need_weights=True
+        )
+        return self.out_proj(y), {
+            "encoder": enc_ws,
+            "decoder_self": self_ws,
+            "cross": cross_ws,
+        }
 
-    # -- decoding with a KV cache ---------------------------------------------------------------
+    # -- decoding with a KV cache -----------------------------------------------------
     def init_cache(
-        self, memory: torch.Tensor, src_mask: torch.Tensor | None = None, capacity: int | None = None
+        self,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor | None = None,
+        capacity: int | None = None,
     ) -> KVCache:
-        """An empty self-attention cache per decoder layer, and the cross-attention K, V of ``memory``,
-        computed here once for every later step. ``capacity``: decoder positions to preallocate."""
+        """An empty self-attention cache per decoder layer, and the cross-attention K, V
+        of ``memory``, computed here once for every later step. ``capacity``: decoder
+        positions to preallocate."""
         if capacity is not None:
             self._check_positions(capacity, f"a KV cache of capacity {capacity}")
         cfg = self.cfg
-        cache = KVCache(cfg.n_layers, memory.size(0), cfg.kv_heads, cfg.d_head, capacity, memory.dtype, memory.device)
+        cache = KVCache(
+            cfg.n_layers,
+            memory.size(0),
+            cfg.kv_heads,
+            cfg.d_head,
+            capacity,
+            memory.dtype,
+            memory.device,
+        )
         for i, layer in enumerate(self.decoder_layers):
-            cache.set_cross(i, *layer.cross_attn.project_kv(memory, memory))  # (B, h_kv, T_src, d_k) each
+            # (B, h_kv, T_src, d_k) each
+            cache.set_cross(i, *layer.cross_attn.project_kv(memory, memory))
         cache.cross_mask = src_mask
         return cache
 
     def decode_step(self, tokens: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """The next T_new target tokens (B, T_new), usually T_new = 1, with a KV cache   (eq. kv-step).
+        """The next T_new target tokens (B, T_new), usually T_new = 1, with a KV cache
+        (eq. kv-step).
 
-        They sit at positions cache.length, ..., cache.length + T_new - 1. Only their own Q, K, V are
-        computed; K and V join the cache, and the queries attend over all cached keys. Returns the
-        logits (B, T_new, vocab_size).
+        They sit at positions cache.length, ..., cache.length + T_new - 1. Only their
+        own Q, K, V are computed; K and V join the cache, and the queries attend over
+        all cached keys. Returns the logits (B, T_new, vocab_size).
         """
         T_past, T_new = cache.length, tokens.size(1)
         y = self.embed_tokens(tokens, start=T_past)  # (B, T_new, d_model)
-        # One new query may see every key; several new ones see the past and their own causal triangle.
-        self_mask = None if T_new == 1 else causal_mask(T_new, T_past + T_new, device=tokens.device)
+        # One new query may see every key; several new ones see the past and their own
+        # causal triangle.
+        self_mask = (
+            None
+            if T_new == 1
+            else causal_mask(T_new, T_past + T_new, device=tokens.device)
+        )
         for i, layer in enumerate(self.decoder_layers):
 
             def self_attention(z: torch.Tensor) -> torch.Tensor:
                 q = layer.self_attn.project_q(z)  # (B, h, T_new, d_k)
                 k_new, v_new = layer.self_attn.project_kv(z, z)  # (B, h_kv, T_new, d_k)
-                k, v = cache.append(i, k_new, v_new)  # (B, h_kv, T_past + T_new, d_k)   (eq. kv-append)
-                return layer.self_attn.attend(q, k, v, self_mask, need_weights=False)[0]  # (B, T_new, d_model)
+                # (B, h_kv, T_past + T_new, d_k)   (eq. kv-append)
+                k, v = cache.append(i, k_new, v_new)
+                # (B, T_new, d_model)
+                return layer.self_attn.attend(q, k, v, self_mask, need_weights=False)[0]
 
             def cross_attention(z: torch.Tensor) -> torch.Tensor:
-                q = layer.cross_attn.project_q(z)  # (B, h, T_new, d_k); K, V of memory come from the cache
-                return layer.cross_attn.attend(q, cache.cross_k[i], cache.cross_v[i], cache.cross_mask, need_weights=False)[0]
+                # (B, h, T_new, d_k); K, V of memory come from the cache
+                q = layer.cross_attn.project_q(z)
+                return layer.cross_attn.attend(
+                    q,
+                    cache.cross_k[i],
+                    cache.cross_v[i],
+                    cache.cross_mask,
+                    need_weights=False,
+                )[0]
 
             y = layer.sub1(y, self_attention)
             y = layer.sub2(y, cross_attention)
             y = layer.sub3(y, layer.ffn)
         return self.out_proj(self.decoder_norm(y))  # (B, T_new, vocab_size)
 
-    # -- greedy decoding ------------------------------------------------------------------------
+    # -- greedy decoding --------------------------------------------------------------
     @torch.no_grad()
     def generate_steps(
         self,
@@ -214,21 +295,33 @@ class Transformer(nn.Module):
         use_cache: bool = True,
         src_mask: torch.Tensor | None = None,
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """Greedy decoding, one step at a time: yields (next token (B,), its logits (B, vocab_size)).
+        """Greedy decoding, one step at a time: yields (next token (B,), its logits
+        (B, vocab_size)).
 
-        Both paths run the encoder once. ``use_cache=False`` then recomputes the decoder over the
-        whole prefix at every step; ``use_cache=True`` feeds only the newest token (:meth:`decode_step`).
+        Both paths run the encoder once. ``use_cache=False`` then recomputes the decoder
+        over the whole prefix at every step; ``use_cache=True`` feeds only the newest
+        token (:meth:`decode_step`).
         """
         self._check_generate(src, max_new_tokens)
         memory = self.encode(src, src_mask)  # (B, T_src, d_model), once
-        tokens = torch.full((src.size(0), 1), self.cfg.bos_id, dtype=torch.long, device=src.device)  # (B, 1)
-        cache = self.init_cache(memory, src_mask, capacity=max_new_tokens) if use_cache else None
+        # (B, 1)
+        tokens = torch.full(
+            (src.size(0), 1), self.cfg.bos_id, dtype=torch.long, device=src.device
+        )
+        cache = (
+            self.init_cache(memory, src_mask, capacity=max_new_tokens)
+            if use_cache
+            else None
+        )
         for _ in range(max_new_tokens):
             if use_cache:
-                logits = self.decode_step(tokens[:, -1:], cache)[:, -1]  # only the newest token: (B, vocab)
+                # only the newest token: (B, vocab)
+                logits = self.decode_step(tokens[:, -1:], cache)[:, -1]
             else:
-                h = self.decode(tokens, memory, src_mask)  # the whole prefix again: (B, t, d_model)
-                logits = self.out_proj(h[:, -1])  # project only the last position: (B, vocab)
+                # the whole prefix again: (B, t, d_model)
+                h = self.decode(tokens, memory, src_mask)
+                # project only the last position: (B, vocab)
+                logits = self.out_proj(h[:, -1])
             next_token = logits.argmax(dim=-1)  # (B,)   (eq. greedy)
             yield next_token, logits
             tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, t + 1)
@@ -242,35 +335,54 @@ class Transformer(nn.Module):
         src_mask: torch.Tensor | None = None,
         return_logits: bool = False,
     ):
-        """Greedy decoding from BOS: returns the new tokens (B, max_new_tokens), BOS not included,
-        or ``(tokens, logits (B, max_new_tokens, vocab_size))`` with ``return_logits``.
+        """Greedy decoding from BOS: returns the new tokens (B, max_new_tokens), BOS not
+        included, or ``(tokens, logits (B, max_new_tokens, vocab_size))`` with
+        ``return_logits``.
 
-        The model's train/eval mode is left alone: call ``model.eval()`` first if it has dropout.
+        The model's train/eval mode is left alone: call ``model.eval()`` first if it has
+        dropout.
         """
         steps = list(self.generate_steps(src, max_new_tokens, use_cache, src_mask))
         B, V = src.size(0), self.cfg.vocab_size
-        tokens = torch.stack([t for t, _ in steps], 1) if steps else src.new_zeros((B, 0))
+        tokens = (
+            torch.stack([t for t, _ in steps], 1) if steps else src.new_zeros((B, 0))
+        )
         if not return_logits:
             return tokens
-        logits = torch.stack([lg for _, lg in steps], 1) if steps else self.pe.new_zeros((B, 0, V))
+        logits = (
+            torch.stack([lg for _, lg in steps], 1)
+            if steps
+            else self.pe.new_zeros((B, 0, V))
+        )
         return tokens, logits
 
-    # -- PyTorch ---------------------------------------------------------------------------------
+    # -- PyTorch ----------------------------------------------------------------------
     def load_torch_layers(self, tt: nn.Transformer) -> "Transformer":
-        """Copy the encoder and decoder layers of an ``nn.Transformer`` (``batch_first=True``) into this model.
+        """Copy the encoder and decoder layers of an ``nn.Transformer``
+        (``batch_first=True``) into this model.
 
         ``nn.Transformer`` has no embeddings or output projection, so then
-        ``self.out_proj(tt(self.embed_tokens(src), self.embed_tokens(tgt), tgt_mask=...))`` equals
-        ``self(src, tgt)``. It always ends each stack with a LayerNorm; a Post-LN model here has none,
-        so set ``tt.encoder.norm = tt.decoder.norm = None`` first.
+        ``self.out_proj(tt(self.embed_tokens(src), self.embed_tokens(tgt),
+        tgt_mask=...))`` equals ``self(src, tgt)``. It always ends each stack with a
+        LayerNorm; a Post-LN model here has none, so set
+        ``tt.encoder.norm = tt.decoder.norm = None`` first.
         """
-        if len(tt.encoder.layers) != self.cfg.n_layers or len(tt.decoder.layers) != self.cfg.n_layers:
+        if (
+            len(tt.encoder.layers) != self.cfg.n_layers
+            or len(tt.decoder.layers) != self.cfg.n_layers
+        ):
             raise ValueError(
-                f"nn.Transformer has {len(tt.encoder.layers)} encoder and {len(tt.decoder.layers)} decoder layers, "
+                f"nn.Transformer has {len(tt.encoder.layers)} encoder and "
+                f"{len(tt.decoder.layers)} decoder layers, "
                 f"this model {self.cfg.n_layers} of each"
             )
-        if not self.cfg.norm_first and (tt.encoder.norm is not None or tt.decoder.norm is not None):
-            raise ValueError("a Post-LN model has no final LayerNorms: set tt.encoder.norm = tt.decoder.norm = None")
+        if not self.cfg.norm_first and (
+            tt.encoder.norm is not None or tt.decoder.norm is not None
+        ):
+            raise ValueError(
+                "a Post-LN model has no final LayerNorms: "
+                "set tt.encoder.norm = tt.decoder.norm = None"
+            )
         for i, layer in enumerate(tt.encoder.layers):
             self.encoder_layers[i] = EncoderLayer.from_torch(layer)
         for i, layer in enumerate(tt.decoder.layers):
@@ -280,10 +392,13 @@ class Transformer(nn.Module):
             self.decoder_norm.load_state_dict(tt.decoder.norm.state_dict())
         return self
 
-    # -- checks ---------------------------------------------------------------------------------
+    # -- checks -----------------------------------------------------------------------
     def _check_positions(self, n: int, what: str) -> None:
         if n > self.cfg.max_len:
-            raise ValueError(f"{what} needs {n} positions, more than max_len={self.cfg.max_len} (rows of the positional table)")
+            raise ValueError(
+                f"{what} needs {n} positions, more than max_len={self.cfg.max_len} "
+                "(rows of the positional table)"
+            )
 
     def _check_generate(self, src: torch.Tensor, max_new_tokens: int) -> None:
         if src.dim() != 2:
@@ -291,41 +406,64 @@ class Transformer(nn.Module):
         if max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
         if src.size(1) > self.cfg.max_len:
-            raise ValueError(f"the source has {src.size(1)} positions, more than max_len={self.cfg.max_len}")
+            raise ValueError(
+                f"the source has {src.size(1)} positions, "
+                f"more than max_len={self.cfg.max_len}"
+            )
         if max_new_tokens > self.cfg.max_len:
             raise ValueError(
-                f"{max_new_tokens} new tokens need {max_new_tokens} decoder positions (BOS and the first "
-                f"{max_new_tokens - 1} new tokens), more than max_len={self.cfg.max_len}"
+                f"{max_new_tokens} new tokens need {max_new_tokens} decoder positions "
+                f"(BOS and the first {max_new_tokens - 1} new tokens), "
+                f"more than max_len={self.cfg.max_len}"
             )
 
 
-def decode_step_macs(cfg: TransformerConfig, t: int, T_src: int, use_cache: bool) -> int:
-    """Multiply-adds of the matrix products in greedy decoding step t (1-based; t decoder positions)   (eq. decode-flops).
+def decode_step_macs(
+    cfg: TransformerConfig, t: int, T_src: int, use_cache: bool
+) -> int:
+    """Multiply-adds of the matrix products in greedy decoding step t (1-based;
+    t decoder positions)   (eq. decode-flops).
 
-    Without a cache the decoder reprocesses all t positions: the projections and FFN of t rows,
-    t x t attention scores, the cross-attention K/V of the T_src memory rows. With a cache only the
-    newest row is processed, against t cached keys; the memory's K/V were computed once (see
-    :func:`generate_macs`). Both project only the last position to the vocabulary. LayerNorms,
-    softmax, embeddings and additions are left out: they are O(t d_model), not matrix products.
+    Without a cache the decoder reprocesses all t positions: the projections and FFN of
+    t rows, t x t attention scores, the cross-attention K/V of the T_src memory rows.
+    With a cache only the newest row is processed, against t cached keys; the memory's
+    K/V were computed once (see :func:`generate_macs`). Both project only the last
+    position to the vocabulary. LayerNorms, softmax, embeddings and additions are left
+    out: they are O(t d_model), not matrix products.
     """
     d, d_kv, L = cfg.d_model, cfg.kv_heads * cfg.d_head, cfg.n_layers
     rows = 1 if use_cache else t  # positions pushed through the decoder this step
     per_layer = (
-        rows * (2 * d * d + 2 * d * d_kv)  # self-attention: W_Q, W_O (d x d) and W_K, W_V (d x d_kv)
-        + 2 * rows * t * d  # self-attention: Q K^T and weights @ V, h heads of d_k = d in all
-        + rows * 2 * d * d  # cross-attention: W_Q and W_O
-        + 2 * rows * T_src * d  # cross-attention scores and weighted sum over the memory
-        + (0 if use_cache else 2 * T_src * d * d_kv)  # cross-attention K, V of memory, recomputed
-        + rows * 2 * d * cfg.d_ff  # FFN: W_1 and W_2
+        # self-attention: W_Q, W_O (d x d) and W_K, W_V (d x d_kv)
+        rows * (2 * d * d + 2 * d * d_kv)
+        # self-attention: Q K^T and weights @ V, h heads of d_k = d in all
+        + 2 * rows * t * d
+        # cross-attention: W_Q and W_O
+        + rows * 2 * d * d
+        # cross-attention scores and weighted sum over the memory
+        + 2 * rows * T_src * d
+        # cross-attention K, V of memory, recomputed
+        + (0 if use_cache else 2 * T_src * d * d_kv)
+        # FFN: W_1 and W_2
+        + rows * 2 * d * cfg.d_ff
     )
-    return L * per_layer + d * cfg.vocab_size  # + the output projection of the last position
+    # + the output projection of the last position
+    return L * per_layer + d * cfg.vocab_size
 
 
-def generate_macs(cfg: TransformerConfig, T_src: int, n_new: int, use_cache: bool) -> int:
-    """Multiply-adds of greedy decoding of ``n_new`` tokens for one sequence: the encoder (once, on both
-    paths), the cross-attention K/V of the memory (once, with a cache) and every step's
-    :func:`decode_step_macs`."""
+def generate_macs(
+    cfg: TransformerConfig, T_src: int, n_new: int, use_cache: bool
+) -> int:
+    """Multiply-adds of greedy decoding of ``n_new`` tokens for one sequence: the
+    encoder (once, on both paths), the cross-attention K/V of the memory (once, with a
+    cache) and every step's :func:`decode_step_macs`."""
     d, d_kv = cfg.d_model, cfg.kv_heads * cfg.d_head
-    encoder = cfg.n_layers * (T_src * (2 * d * d + 2 * d * d_kv) + 2 * T_src * T_src * d + T_src * 2 * d * cfg.d_ff)
+    encoder = cfg.n_layers * (
+        T_src * (2 * d * d + 2 * d * d_kv)
+        + 2 * T_src * T_src * d
+        + T_src * 2 * d * cfg.d_ff
+    )
     cross_kv = cfg.n_layers * 2 * T_src * d * d_kv if use_cache else 0
-    return encoder + cross_kv + sum(decode_step_macs(cfg, t, T_src, use_cache) for t in range(1, n_new + 1))
+    return encoder + cross_kv + sum(
+        decode_step_macs(cfg, t, T_src, use_cache) for t in range(1, n_new + 1)
+    )
