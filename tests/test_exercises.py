@@ -581,7 +581,7 @@ def test_a_stub_counts_as_not_attempted(checker, capsys):
 
     assert checker(stub) is None
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"{checker.__name__}: your function still raises NotImplementedError — fill it in and run this cell again"]
+    assert out == [f"{checker.__name__}: not attempted yet.", ex._NOT_ATTEMPTED_HINT]
 
 
 @pytest.mark.parametrize("checker", CHECKERS, ids=lambda c: c.__name__)

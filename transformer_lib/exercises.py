@@ -74,6 +74,9 @@ def multi_head_attention(
 # ----------------------------------------------------------------------------------------------
 
 
+_NOT_ATTEMPTED_HINT = "Replace the `raise NotImplementedError` line and run the cell again."
+
+
 class _NotAttempted(Exception):
     """The candidate raised NotImplementedError: the exercise stub is still in place."""
 
@@ -93,7 +96,7 @@ def _checker(fn: Callable[[Callable], str]) -> Callable[[Callable], None]:
         try:
             summary = fn(candidate)
         except _NotAttempted:
-            print(f"{name}: your function still raises NotImplementedError — fill it in and run this cell again")
+            print(f"{name}: not attempted yet.\n{_NOT_ATTEMPTED_HINT}")
             return None
         except _Wrong as wrong:
             raise AssertionError(f"{name}: {wrong}") from wrong.__cause__  # the learner's own error, if any
