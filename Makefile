@@ -32,17 +32,18 @@ serve:
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab book/
 
-## make test: the library tests, nbval over every notebook, and the browser test of the built site
+## make test: the library tests, nbval over every notebook, and the browser tests
 test: $(STAMP) book test-lib test-notebooks test-site
 
 test-lib: $(STAMP)
-	$(PY) -m pytest tests -q --ignore=tests/test_site.py
+	$(PY) -m pytest tests -q --ignore=tests/test_site.py --ignore=tests/test_live_widget.py
 
 test-notebooks: $(STAMP)
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider $(NOTEBOOKS)
 
+## the browser tests: the built site with no kernel and no network, and the live widget in JupyterLab
 test-site: $(STAMP)
-	@if [ -f tests/test_site.py ]; then $(PY) -m pytest -q tests/test_site.py; fi
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_site.py tests/test_live_widget.py
 
 ## make bench: speed and memory ratios (not part of make test)
 bench: $(STAMP)

@@ -1,0 +1,105 @@
+"""In Jupyter, the cell that shows a kernel-free figure on the site gives a live widget instead.
+
+Starts JupyterLab on 127.0.0.1 over a scratch copy of a two-cell notebook, runs it in Debian's
+Chromium (Playwright), and checks that the Explorer arrives as ipywidgets controls over an image,
+that moving a control redraws the image through the kernel, and that the static twin is not what
+JupyterLab shows. Network to other hosts is blocked, as on the site test.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import urlopen
+
+import nbformat
+import pytest
+
+from test_site import CHROMIUM, CHROMIUM_ARGS
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lab")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("from transformer_lib.viz import ch02_scale"),
+        nbformat.v4.new_code_cell("ch02_scale.scale_explorer()"),
+    ]
+    nbformat.write(nb, root / "live.ipynb")
+    port = _free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter"), "JUPYTER_RUNTIME_DIR": str(root / ".rt")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         "--ServerApp.token=", "--ServerApp.password=", "--allow-root",
+         f"--ServerApp.root_dir={root}", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            urlopen(f"{url}/lab", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("JupyterLab did not start within 60 s")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_explorer_is_a_live_widget_in_jupyterlab(lab):
+    from playwright.sync_api import sync_playwright
+
+    outside = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+
+        def route(r):
+            if urlsplit(r.request.url).hostname in ("127.0.0.1", "localhost"):
+                r.continue_()
+            else:
+                outside.append(r.request.url)
+                r.abort()
+
+        page.route("**/*", route)
+        page.goto(f"{lab}/lab/tree/live.ipynb")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+        page.click(".jp-Notebook")
+        page.keyboard.press("Escape")
+        page.click("text=Run", timeout=10_000)
+        page.click("text=Run All Cells", timeout=10_000)
+        page.wait_for_selector(".widget-image", timeout=60_000)
+        image = page.locator(".widget-image").first
+        assert page.locator(".widget-hslider").count() == 1  # d_k
+        assert page.locator(".widget-checkbox").count() == 1  # scale on/off
+        assert page.locator(".tl-explorer").count() == 0  # JupyterLab shows the widget, not the twin
+        before = image.get_attribute("src")
+        page.locator(".widget-checkbox input").first.click()
+        for _ in range(60):  # the kernel redraws and sends the new PNG back
+            if image.get_attribute("src") != before:
+                break
+            time.sleep(0.25)
+        after = image.get_attribute("src")
+        browser.close()
+    assert before and before.startswith(("blob:", "data:"))
+    assert after != before, "moving the checkbox did not redraw the live figure"
+    assert not outside, f"JupyterLab asked other hosts for {outside}"
