@@ -20,7 +20,7 @@ from urllib.request import urlopen
 import nbformat
 import pytest
 
-from test_site import CHROMIUM, CHROMIUM_ARGS
+from test_site import CHROMIUM, CHROMIUM_ARGS, SHOTS
 
 playwright = pytest.importorskip("playwright.sync_api")
 
@@ -42,12 +42,13 @@ def lab(tmp_path_factory):
     ]
     nbformat.write(nb, root / "live.ipynb")
     port = _free_port()
+    log = open(root / "lab.log", "w")  # the server's log, for a failing run
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter"), "JUPYTER_RUNTIME_DIR": str(root / ".rt")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
          "--ServerApp.token=", "--ServerApp.password=", "--allow-root",
          f"--ServerApp.root_dir={root}", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+        stdout=log, stderr=subprocess.STDOUT, env=env,
     )
     url = f"http://127.0.0.1:{port}"
     for _ in range(120):
@@ -62,6 +63,7 @@ def lab(tmp_path_factory):
     yield url
     proc.terminate()
     proc.wait(timeout=20)
+    log.close()
 
 
 def test_explorer_is_a_live_widget_in_jupyterlab(lab):
@@ -80,26 +82,50 @@ def test_explorer_is_a_live_widget_in_jupyterlab(lab):
                 r.abort()
 
         page.route("**/*", route)
-        page.goto(f"{lab}/lab/tree/live.ipynb")
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
-        page.click(".jp-Notebook")
-        page.keyboard.press("Escape")
-        page.click("text=Run", timeout=10_000)
-        page.click("text=Run All Cells", timeout=10_000)
-        page.wait_for_selector(".widget-image", timeout=60_000)
-        image = page.locator(".widget-image").first
-        assert page.locator(".widget-hslider").count() == 1  # d_k
-        assert page.locator(".widget-checkbox").count() == 1  # scale on/off
-        assert page.locator(".tl-explorer").count() == 0  # JupyterLab shows the widget, not the twin
-        before = image.get_attribute("src")
-        page.locator(".widget-checkbox input").first.click()
-        for _ in range(60):  # the kernel redraws and sends the new PNG back
-            if image.get_attribute("src") != before:
-                break
-            time.sleep(0.25)
-        after = image.get_attribute("src")
-        browser.close()
+        try:
+            before, after = _run_and_toggle(page, lab)
+        except Exception:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "live-widget-jupyterlab.png"))
+            raise
+        finally:
+            browser.close()
     assert before and before.startswith(("blob:", "data:"))
     assert after != before, "moving the checkbox did not redraw the live figure"
     assert not outside, f"JupyterLab asked other hosts for {outside}"
+
+
+def _run_and_toggle(page, lab: str) -> tuple[str | None, str | None]:
+    """Open the notebook, run every cell, click the checkbox; the image's src before and after."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.goto(f"{lab}/lab/tree/live.ipynb")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    # Run both cells from the keyboard (select a cell, command mode, Ctrl+Enter). Keys sent before
+    # the kernel's connection is up are dropped without a trace, so try again until outputs appear.
+    prompts = page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt")
+    for _attempt in range(8):
+        page.wait_for_timeout(1000)
+        for idx in (0, 1):
+            prompts.nth(idx).click()
+            page.keyboard.press("Escape")
+            page.keyboard.press("Control+Enter")
+        try:
+            page.wait_for_selector(".widget-image", timeout=8_000)
+            break
+        except PlaywrightTimeout:
+            continue
+    else:
+        raise AssertionError("the Explorer cell never showed a widget image in JupyterLab")
+    image = page.locator(".widget-image").first
+    assert page.locator(".widget-hslider").count() == 1  # d_k
+    assert page.locator(".widget-checkbox").count() == 1  # scale on/off
+    assert page.locator(".tl-explorer").count() == 0  # JupyterLab shows the widget, not the twin
+    before = image.get_attribute("src")
+    page.locator(".widget-checkbox input").first.click()
+    for _ in range(60):  # the kernel redraws and sends the new PNG back
+        if image.get_attribute("src") != before:
+            break
+        time.sleep(0.25)
+    return before, image.get_attribute("src")
