@@ -184,8 +184,7 @@ class MultiHeadAttention(nn.Module):
         self, batch: int, T: int, dtype: torch.dtype = torch.float32
     ) -> int:
         """Bytes of K and V for one layer: 2 * batch * n_kv_heads * T * d_k * bytes
-        (eq. kv-memory)."""
-        return (
-            2 * batch * self.n_kv_heads * T * self.d_k
-            * torch.empty((), dtype=dtype).element_size()
-        )
+        (eq. kv-memory), that is :func:`~transformer_lib.kv_cache_nbytes` for L = 1."""
+        from .kv_cache import kv_cache_nbytes  # kv_cache imports this module
+
+        return kv_cache_nbytes(1, batch, self.n_kv_heads, T, self.d_k, dtype)
