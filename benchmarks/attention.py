@@ -22,7 +22,9 @@ import transformer_lib as tl
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=15)
-    p.add_argument("--json", type=Path, default=Path("benchmarks/results/attention.json"))
+    p.add_argument(
+        "--json", type=Path, default=Path("benchmarks/results/attention.json")
+    )
     args = p.parse_args()
 
     B, T, d_model, h = 8, 512, 256, 8
@@ -32,7 +34,12 @@ def main() -> int:
     x = torch.randn(B, T, d_model)
 
     with torch.inference_mode():
-        torch.testing.assert_close(ours(x, x, x, need_weights=False)[0], ref(x, x, x, need_weights=False)[0], atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(
+            ours(x, x, x, need_weights=False)[0],
+            ref(x, x, x, need_weights=False)[0],
+            atol=1e-5,
+            rtol=1e-4,
+        )
         contenders = {
             "tl fused (need_weights=False)": lambda: ours(x, x, x, need_weights=False),
             "tl explicit (need_weights=True)": lambda: ours(x, x, x, need_weights=True),
@@ -49,7 +56,9 @@ def main() -> int:
 
     base = statistics.median(times["nn.MultiheadAttention"])
     rows = []
-    print(f"B={B} T={T} d_model={d_model} h={h}, CPU float32, {torch.get_num_threads()} threads, {args.rounds} rounds")
+    print(
+        f"B={B} T={T} d_model={d_model} h={h}, CPU float32, {torch.get_num_threads()} threads, {args.rounds} rounds"
+    )
     print(f"{'path':34s} {'median ms':>10s} {'ratio to nn.MHA':>16s}")
     for name, ts in times.items():
         med = statistics.median(ts)
@@ -57,9 +66,20 @@ def main() -> int:
         print(f"{name:34s} {med * 1e3:10.2f} {med / base:16.2f}")
     fused_ratio = rows[0]["ratio"]
     ok = fused_ratio <= 1.2
-    print(f"fused / nn.MultiheadAttention = {fused_ratio:.2f} (target <= 1.20): {'OK' if ok else 'MISSED'}")
+    print(
+        f"fused / nn.MultiheadAttention = {fused_ratio:.2f} (target <= 1.20): {'OK' if ok else 'MISSED'}"
+    )
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"config": {"B": B, "T": T, "d_model": d_model, "h": h}, "rows": rows, "target_met": ok}, indent=2))
+    args.json.write_text(
+        json.dumps(
+            {
+                "config": {"B": B, "T": T, "d_model": d_model, "h": h},
+                "rows": rows,
+                "target_met": ok,
+            },
+            indent=2,
+        )
+    )
     return 0 if ok else 1
 
 

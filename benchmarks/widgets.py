@@ -21,12 +21,16 @@ TARGET_MS = 100.0
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--repeats", type=int, default=3, help="passes over each control's values")
+    p.add_argument(
+        "--repeats", type=int, default=3, help="passes over each control's values"
+    )
     p.add_argument("--json", type=Path, default=Path("benchmarks/results/widgets.json"))
     args = p.parse_args()
 
     rows = []
-    print(f"{'explorer':42s} {'control':14s} {'values':>6s} {'median ms':>10s} {'max ms':>8s}")
+    print(
+        f"{'explorer':42s} {'control':14s} {'values':>6s} {'median ms':>10s} {'max ms':>8s}"
+    )
     for name, factory in all_explorers().items():
         explorer = factory()
         explorer.update()  # warm-up: first draw pays for font loading etc.
@@ -38,11 +42,23 @@ def main() -> int:
                     explorer.update(**{control: value})
                     times.append((time.perf_counter() - t0) * 1e3)
             med = statistics.median(times)
-            rows.append({"explorer": name, "control": control, "values": len(options), "median_ms": med, "max_ms": max(times)})
+            rows.append(
+                {
+                    "explorer": name,
+                    "control": control,
+                    "values": len(options),
+                    "median_ms": med,
+                    "max_ms": max(times),
+                }
+            )
             flag = "" if med < TARGET_MS else "  <-- over target"
-            print(f"{name:42s} {control:14s} {len(options):6d} {med:10.1f} {max(times):8.1f}{flag}")
+            print(
+                f"{name:42s} {control:14s} {len(options):6d} {med:10.1f} {max(times):8.1f}{flag}"
+            )
     slow = [r for r in rows if r["median_ms"] >= TARGET_MS]
-    print(f"{len(rows)} controls on {len({r['explorer'] for r in rows})} explorers; {len(slow)} over {TARGET_MS:.0f} ms median")
+    print(
+        f"{len(rows)} controls on {len({r['explorer'] for r in rows})} explorers; {len(slow)} over {TARGET_MS:.0f} ms median"
+    )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"target_ms": TARGET_MS, "rows": rows}, indent=2))
     return 1 if slow or not rows else 0

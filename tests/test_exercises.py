@@ -57,7 +57,19 @@ def softmax_ignores_dim(x, dim=-1):
 # scaled dot-product attention --------------------------------------------------------------------
 
 
-def _attention(q, k, v, mask=None, *, scale=None, fill=NEG_INF, invert=False, after=False, dim=-1, soft=tl.softmax):
+def _attention(
+    q,
+    k,
+    v,
+    mask=None,
+    *,
+    scale=None,
+    fill=NEG_INF,
+    invert=False,
+    after=False,
+    dim=-1,
+    soft=tl.softmax,
+):
     scale = math.sqrt(q.size(-1)) if scale is None else scale
     scores = q @ k.transpose(-2, -1) / scale
     if mask is not None and not after:
@@ -117,7 +129,17 @@ def sdpa_own_softmax_overflows(q, k, v, mask=None):
         e = s.exp()
         return e / e.sum(dim, keepdim=True)
 
-    return _attention(q, k, v, mask, soft=lambda s, dim: soft(s, dim).nan_to_num(0.0) if torch.isinf(s).all(dim).any() else soft(s, dim))
+    return _attention(
+        q,
+        k,
+        v,
+        mask,
+        soft=lambda s, dim: (
+            soft(s, dim).nan_to_num(0.0)
+            if torch.isinf(s).all(dim).any()
+            else soft(s, dim)
+        ),
+    )
 
 
 def sdpa_weights_times_k(q, k, v, mask=None):
@@ -183,7 +205,12 @@ def padding_wrong_shape(lengths, T):
 
 
 def ln_unbiased_variance(x, gamma, beta, eps=1e-5):
-    return gamma * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) + beta
+    return (
+        gamma
+        * (x - x.mean(-1, keepdim=True))
+        / torch.sqrt(x.var(-1, keepdim=True) + eps)
+        + beta
+    )
 
 
 def ln_eps_outside_sqrt(x, gamma, beta, eps=1e-5):
@@ -223,11 +250,15 @@ def ln_ignores_eps(x, gamma, beta, eps=1e-5):
 # sinusoidal positional encoding ---------------------------------------------------------------------
 
 
-def _pe(T, d, *, first=torch.sin, second=torch.cos, exponent=lambda i, d: 2 * i / d, start=0):
+def _pe(
+    T, d, *, first=torch.sin, second=torch.cos, exponent=lambda i, d: 2 * i / d, start=0
+):
     pe = torch.zeros(T, d)
     for pos in range(T):
         for i in range((d + 1) // 2):
-            angle = torch.tensor((pos + start) / 10000 ** exponent(i, d), dtype=torch.float64)
+            angle = torch.tensor(
+                (pos + start) / 10000 ** exponent(i, d), dtype=torch.float64
+            )
             pe[pos, 2 * i] = first(angle)
             if 2 * i + 1 < d:
                 pe[pos, 2 * i + 1] = second(angle)
@@ -258,12 +289,16 @@ def pe_concatenated_halves(T, d_model):
 
 def _rope(x, theta):  # theta (..., T, d/2)
     x1, x2 = x[..., 0::2], x[..., 1::2]
-    return torch.stack((x1 * theta.cos() - x2 * theta.sin(), x1 * theta.sin() + x2 * theta.cos()), -1).flatten(-2)
+    return torch.stack(
+        (x1 * theta.cos() - x2 * theta.sin(), x1 * theta.sin() + x2 * theta.cos()), -1
+    ).flatten(-2)
 
 
 def rope_wrong_frequencies(x, positions):
     d = x.size(-1)
-    return _rope(x, positions[:, None].float() * 10000 ** (-torch.arange(d // 2) / d))  # -i/d, not -2i/d
+    return _rope(
+        x, positions[:, None].float() * 10000 ** (-torch.arange(d // 2) / d)
+    )  # -i/d, not -2i/d
 
 
 def rope_wrong_frequencies_linear(x, positions):
@@ -279,7 +314,9 @@ def rope_rotate_half(x, positions):
     d = x.size(-1)
     theta = positions[:, None].float() * 10000 ** (-torch.arange(0, d, 2) / d)
     x1, x2 = x[..., : d // 2], x[..., d // 2 :]
-    return torch.cat((x1 * theta.cos() - x2 * theta.sin(), x1 * theta.sin() + x2 * theta.cos()), -1)
+    return torch.cat(
+        (x1 * theta.cos() - x2 * theta.sin(), x1 * theta.sin() + x2 * theta.cos()), -1
+    )
 
 
 def rope_ignores_positions(x, positions):
@@ -304,7 +341,21 @@ def repeat_kv_time_axis(k, n_rep):
 # multi-head attention -------------------------------------------------------------------------------
 
 
-def _mha(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None, *, split_view=False, merge_view=False, use_W_o=True, d_scale=None):
+def _mha(
+    x_q,
+    x_kv,
+    W_q,
+    W_k,
+    W_v,
+    W_o,
+    n_heads,
+    mask=None,
+    *,
+    split_view=False,
+    merge_view=False,
+    use_W_o=True,
+    d_scale=None,
+):
     B, T_q, D = x_q.shape
     d_k = D // n_heads
 
@@ -318,12 +369,18 @@ def _mha(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None, *, split_view=False,
     if mask is not None:
         scores = scores.masked_fill(~mask, NEG_INF)
     out = tl.softmax(scores, dim=-1) @ v  # (B, h, T_q, d_k)
-    out = out.reshape(B, T_q, D) if merge_view else out.transpose(1, 2).reshape(B, T_q, D)
+    out = (
+        out.reshape(B, T_q, D) if merge_view else out.transpose(1, 2).reshape(B, T_q, D)
+    )
     return out @ W_o if use_W_o else out
 
 
-def mha_heads_split_without_transpose(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
-    return _mha(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask, split_view=True, merge_view=True)
+def mha_heads_split_without_transpose(
+    x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None
+):
+    return _mha(
+        x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask, split_view=True, merge_view=True
+    )
 
 
 def mha_forgot_W_o(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
@@ -345,21 +402,47 @@ def mha_ignores_mask(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
 # KV cache ---------------------------------------------------------------------------------------------
 
 
-def _step(q, k, v, cache_k, cache_v, rope=False, *, positions=None, append=True, only_new=False, causal=True):
+def _step(
+    q,
+    k,
+    v,
+    cache_k,
+    cache_v,
+    rope=False,
+    *,
+    positions=None,
+    append=True,
+    only_new=False,
+    causal=True,
+):
     T_past, T_new = cache_k.size(-2), q.size(-2)
     if rope:
-        pos = torch.arange(T_past, T_past + T_new) if positions is None else positions(T_past, T_new)
+        pos = (
+            torch.arange(T_past, T_past + T_new)
+            if positions is None
+            else positions(T_past, T_new)
+        )
         q, k = tl.apply_rope(q, pos), tl.apply_rope(k, pos)
     keys, vals = torch.cat([cache_k, k], dim=-2), torch.cat([cache_v, v], dim=-2)
     n_rep = q.size(1) // keys.size(1)
     attend_k, attend_v = (k, v) if only_new else (keys, vals)
     mask = tl.causal_mask(T_new, attend_k.size(-2)) if causal else None
-    out, _ = tl.scaled_dot_product_attention(q, tl.repeat_kv(attend_k, n_rep), tl.repeat_kv(attend_v, n_rep), mask)
+    out, _ = tl.scaled_dot_product_attention(
+        q, tl.repeat_kv(attend_k, n_rep), tl.repeat_kv(attend_v, n_rep), mask
+    )
     return (out, keys, vals) if append else (out, cache_k, cache_v)
 
 
 def kv_position_does_not_advance(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope, positions=lambda T_past, T_new: torch.arange(T_new))
+    return _step(
+        q_new,
+        k_new,
+        v_new,
+        cache_k,
+        cache_v,
+        rope,
+        positions=lambda T_past, T_new: torch.arange(T_new),
+    )
 
 
 def kv_cache_not_appended(q_new, k_new, v_new, cache_k, cache_v, rope=False):
@@ -385,26 +468,78 @@ def kv_stores_unrotated_keys(q_new, k_new, v_new, cache_k, cache_v, rope=False):
 
 CATALOGUE = [
     # softmax
-    (ex.check_softmax, softmax_wrong_axis, "did you take the softmax over the right axis"),
+    (
+        ex.check_softmax,
+        softmax_wrong_axis,
+        "did you take the softmax over the right axis",
+    ),
     (ex.check_softmax, softmax_no_max_subtraction, "Subtract each row's maximum"),
     (ex.check_softmax, softmax_not_normalised, "is it normalised"),
     (ex.check_softmax, softmax_exp_only, "you return exp(x)"),
-    (ex.check_softmax, softmax_nan_on_masked_row, "what does softmax do to a row of -inf"),
+    (
+        ex.check_softmax,
+        softmax_nan_on_masked_row,
+        "what does softmax do to a row of -inf",
+    ),
     (ex.check_softmax, softmax_ignores_dim, "ignores its dim argument"),
     # scaled dot-product attention
-    (ex.check_scaled_dot_product_attention, sdpa_scaled_by_sqrt_T, "square root of the sequence length"),
+    (
+        ex.check_scaled_dot_product_attention,
+        sdpa_scaled_by_sqrt_T,
+        "square root of the sequence length",
+    ),
     (ex.check_scaled_dot_product_attention, sdpa_not_scaled, "no scaling at all"),
-    (ex.check_scaled_dot_product_attention, sdpa_scaled_by_d_k, "you divided the scores by d_k"),
-    (ex.check_scaled_dot_product_attention, sdpa_mask_inverted, "the mask convention is inverted"),
-    (ex.check_scaled_dot_product_attention, sdpa_mask_after_softmax, "you masked after the softmax"),
-    (ex.check_scaled_dot_product_attention, sdpa_softmax_over_queries, "softmax over the query axis"),
-    (ex.check_scaled_dot_product_attention, sdpa_nan_on_fully_masked_rows, "NaN where a row is fully masked"),
-    (ex.check_scaled_dot_product_attention, sdpa_fill_minus_1e9, "spreads its weight evenly"),
-    (ex.check_scaled_dot_product_attention, sdpa_fill_zero, "filling them with 0 is not enough"),
+    (
+        ex.check_scaled_dot_product_attention,
+        sdpa_scaled_by_d_k,
+        "you divided the scores by d_k",
+    ),
+    (
+        ex.check_scaled_dot_product_attention,
+        sdpa_mask_inverted,
+        "the mask convention is inverted",
+    ),
+    (
+        ex.check_scaled_dot_product_attention,
+        sdpa_mask_after_softmax,
+        "you masked after the softmax",
+    ),
+    (
+        ex.check_scaled_dot_product_attention,
+        sdpa_softmax_over_queries,
+        "softmax over the query axis",
+    ),
+    (
+        ex.check_scaled_dot_product_attention,
+        sdpa_nan_on_fully_masked_rows,
+        "NaN where a row is fully masked",
+    ),
+    (
+        ex.check_scaled_dot_product_attention,
+        sdpa_fill_minus_1e9,
+        "spreads its weight evenly",
+    ),
+    (
+        ex.check_scaled_dot_product_attention,
+        sdpa_fill_zero,
+        "filling them with 0 is not enough",
+    ),
     (ex.check_scaled_dot_product_attention, sdpa_ignores_mask, "ignore the mask"),
-    (ex.check_scaled_dot_product_attention, sdpa_returns_output_only, "pair (output, weights)"),
-    (ex.check_scaled_dot_product_attention, sdpa_own_softmax_overflows, "exp(1e4) overflows"),
-    (ex.check_scaled_dot_product_attention, sdpa_weights_times_k, "one row per query, as wide as v"),
+    (
+        ex.check_scaled_dot_product_attention,
+        sdpa_returns_output_only,
+        "pair (output, weights)",
+    ),
+    (
+        ex.check_scaled_dot_product_attention,
+        sdpa_own_softmax_overflows,
+        "exp(1e4) overflows",
+    ),
+    (
+        ex.check_scaled_dot_product_attention,
+        sdpa_weights_times_k,
+        "one row per query, as wide as v",
+    ),
     (ex.check_scaled_dot_product_attention, sdpa_output_from_scores, "weights @ v"),
     # causal mask
     (ex.check_causal_mask, causal_diagonal_excluded, "leaves out the diagonal"),
@@ -427,14 +562,34 @@ CATALOGUE = [
     (ex.check_layer_norm, ln_naive_variance, "cancels catastrophically"),
     (ex.check_layer_norm, ln_ignores_eps, "ignores its eps argument"),
     # sinusoidal positional encoding
-    (ex.check_sinusoidal_positional_encoding, pe_sin_cos_swapped, "sin and cos are swapped"),
-    (ex.check_sinusoidal_positional_encoding, pe_exponent_i_over_d, "exponent i/d_model"),
-    (ex.check_sinusoidal_positional_encoding, pe_positions_from_1, "positions start at 1"),
-    (ex.check_sinusoidal_positional_encoding, pe_concatenated_halves, "interleaves them"),
+    (
+        ex.check_sinusoidal_positional_encoding,
+        pe_sin_cos_swapped,
+        "sin and cos are swapped",
+    ),
+    (
+        ex.check_sinusoidal_positional_encoding,
+        pe_exponent_i_over_d,
+        "exponent i/d_model",
+    ),
+    (
+        ex.check_sinusoidal_positional_encoding,
+        pe_positions_from_1,
+        "positions start at 1",
+    ),
+    (
+        ex.check_sinusoidal_positional_encoding,
+        pe_concatenated_halves,
+        "interleaves them",
+    ),
     # RoPE
     (ex.check_apply_rope, rope_wrong_frequencies, "check the frequencies"),
     (ex.check_apply_rope, rope_wrong_frequencies_linear, "check the frequencies"),
-    (ex.check_apply_rope, rope_same_angle_every_pair, "every pair is rotated by the same angle"),
+    (
+        ex.check_apply_rope,
+        rope_same_angle_every_pair,
+        "every pair is rotated by the same angle",
+    ),
     (ex.check_apply_rope, rope_rotate_half, "rotate half"),
     (ex.check_apply_rope, rope_ignores_positions, "ignores its positions argument"),
     (ex.check_apply_rope, rope_opposite_direction, "opposite way"),
@@ -442,28 +597,56 @@ CATALOGUE = [
     (ex.check_repeat_kv, repeat_kv_tiled, "repeat_interleave"),
     (ex.check_repeat_kv, repeat_kv_time_axis, "time axis"),
     # multi-head attention
-    (ex.check_multi_head_attention, mha_heads_split_without_transpose, "split with .view(B, h, T, d_k)"),
-    (ex.check_multi_head_attention, mha_forgot_W_o, "multiply the concatenated heads by W_o"),
-    (ex.check_multi_head_attention, mha_scaled_by_sqrt_d_model, "scaled the scores by sqrt(d_model)"),
-    (ex.check_multi_head_attention, mha_merge_without_transpose, "transpose back to (B, T, h, d_k)"),
+    (
+        ex.check_multi_head_attention,
+        mha_heads_split_without_transpose,
+        "split with .view(B, h, T, d_k)",
+    ),
+    (
+        ex.check_multi_head_attention,
+        mha_forgot_W_o,
+        "multiply the concatenated heads by W_o",
+    ),
+    (
+        ex.check_multi_head_attention,
+        mha_scaled_by_sqrt_d_model,
+        "scaled the scores by sqrt(d_model)",
+    ),
+    (
+        ex.check_multi_head_attention,
+        mha_merge_without_transpose,
+        "transpose back to (B, T, h, d_k)",
+    ),
     (ex.check_multi_head_attention, mha_ignores_mask, "ignores the mask"),
     # KV cache
-    (ex.check_kv_cache_step, kv_position_does_not_advance, "the position does not advance"),
+    (
+        ex.check_kv_cache_step,
+        kv_position_does_not_advance,
+        "the position does not advance",
+    ),
     (ex.check_kv_cache_step, kv_cache_not_appended, "the cache was not appended"),
-    (ex.check_kv_cache_step, kv_attends_only_new_token, "attended only to the new keys"),
+    (
+        ex.check_kv_cache_step,
+        kv_attends_only_new_token,
+        "attended only to the new keys",
+    ),
     (ex.check_kv_cache_step, kv_no_causal_mask_in_prompt, "attend causally"),
     (ex.check_kv_cache_step, kv_stores_unrotated_keys, "un-rotated new key"),
 ]
 
 
-@pytest.mark.parametrize(("checker", "wrong", "cause"), CATALOGUE, ids=[w.__name__ for _, w, _ in CATALOGUE])
+@pytest.mark.parametrize(
+    ("checker", "wrong", "cause"), CATALOGUE, ids=[w.__name__ for _, w, _ in CATALOGUE]
+)
 def test_checker_rejects_mistake_and_names_its_cause(checker, wrong, cause, capsys):
     with pytest.raises(AssertionError) as info:
         checker(wrong)
     message = str(info.value)
     assert message.startswith(f"{checker.__name__}: "), message
     assert cause in message, f"expected {cause!r} in the message, got: {message}"
-    assert capsys.readouterr().out == "", "a failing checker must not also print a success line"
+    assert capsys.readouterr().out == "", (
+        "a failing checker must not also print a success line"
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -502,9 +685,15 @@ def pe_by_loops(T, d_model):
 
 def rope_via_complex(x, positions):
     d = x.size(-1)
-    theta = positions[:, None].double() * 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    theta = positions[:, None].double() * 10000.0 ** (
+        -torch.arange(0, d, 2, dtype=torch.float64) / d
+    )
     z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
-    return torch.view_as_real(z * torch.polar(torch.ones_like(theta), theta)).flatten(-2).to(x.dtype)
+    return (
+        torch.view_as_real(z * torch.polar(torch.ones_like(theta), theta))
+        .flatten(-2)
+        .to(x.dtype)
+    )
 
 
 def repeat_kv_via_repeat_interleave(k, n_rep):
@@ -524,7 +713,12 @@ def kv_step_own(q_new, k_new, v_new, cache_k, cache_v, rope=False):
 def _module_with_weights(W_q, W_k, W_v, W_o, n_heads):
     m = tl.MultiHeadAttention(W_q.size(0), n_heads, bias=False)
     with torch.no_grad():
-        for proj, W in ((m.q_proj, W_q), (m.k_proj, W_k), (m.v_proj, W_v), (m.o_proj, W_o)):
+        for proj, W in (
+            (m.q_proj, W_q),
+            (m.k_proj, W_k),
+            (m.v_proj, W_v),
+            (m.o_proj, W_o),
+        ):
             proj.weight.copy_(W.T)  # nn.Linear computes x @ weight.T
     return m
 
@@ -553,11 +747,17 @@ CORRECT = [
 ]
 
 
-@pytest.mark.parametrize(("checker", "right"), CORRECT, ids=[f"{c.__name__}-{r.__name__}" for c, r in CORRECT])
+@pytest.mark.parametrize(
+    ("checker", "right"),
+    CORRECT,
+    ids=[f"{c.__name__}-{r.__name__}" for c, r in CORRECT],
+)
 def test_checker_accepts_a_correct_answer_and_prints_one_line(checker, right, capsys):
     assert checker(right) is None
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"{checker.__name__}: correct"), lines
+    assert len(lines) == 1 and lines[0].startswith(f"{checker.__name__}: correct"), (
+        lines
+    )
 
 
 CHECKERS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_")]
@@ -565,13 +765,24 @@ CHECKERS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_"
 
 def test_every_issue_checker_exists_and_is_catalogued():
     required = {
-        "check_softmax", "check_scaled_dot_product_attention", "check_causal_mask", "check_padding_mask",
-        "check_layer_norm", "check_sinusoidal_positional_encoding", "check_apply_rope", "check_repeat_kv",
-        "check_multi_head_attention", "check_kv_cache_step",
+        "check_softmax",
+        "check_scaled_dot_product_attention",
+        "check_causal_mask",
+        "check_padding_mask",
+        "check_layer_norm",
+        "check_sinusoidal_positional_encoding",
+        "check_apply_rope",
+        "check_repeat_kv",
+        "check_multi_head_attention",
+        "check_kv_cache_step",
     }
     assert required <= {c.__name__ for c in CHECKERS}
-    assert {c.__name__ for c in CHECKERS} == {c.__name__ for c, _, _ in CATALOGUE}  # every checker has mistakes
-    assert {c.__name__ for c in CHECKERS} == {c.__name__ for c, _ in CORRECT}  # and accepts the library
+    assert {c.__name__ for c in CHECKERS} == {
+        c.__name__ for c, _, _ in CATALOGUE
+    }  # every checker has mistakes
+    assert {c.__name__ for c in CHECKERS} == {
+        c.__name__ for c, _ in CORRECT
+    }  # and accepts the library
 
 
 @pytest.mark.parametrize("checker", CHECKERS, ids=lambda c: c.__name__)
@@ -592,9 +803,13 @@ def test_another_exception_names_the_input_and_the_error(checker):
     with pytest.raises(AssertionError) as info:
         checker(broken)
     message = str(info.value)
-    assert message.startswith(f"{checker.__name__}: your function raised ValueError on ")
+    assert message.startswith(
+        f"{checker.__name__}: your function raised ValueError on "
+    )
     assert "shapes do not line up" in message
-    assert isinstance(info.value.__cause__, ValueError)  # the learner's own traceback stays visible
+    assert isinstance(
+        info.value.__cause__, ValueError
+    )  # the learner's own traceback stays visible
 
 
 def test_an_exception_names_the_shapes_that_triggered_it():
@@ -603,7 +818,10 @@ def test_an_exception_names_the_shapes_that_triggered_it():
             raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
         return tl.scaled_dot_product_attention(q, k, v, mask)
 
-    with pytest.raises(AssertionError, match=r"raised RuntimeError on q \(2, 3, 5, 4\), k and v \(2, 3, 6, 4\)"):
+    with pytest.raises(
+        AssertionError,
+        match=r"raised RuntimeError on q \(2, 3, 5, 4\), k and v \(2, 3, 6, 4\)",
+    ):
         ex.check_scaled_dot_product_attention(breaks_on_heads)
 
 
@@ -628,12 +846,21 @@ def test_checkers_do_not_modify_the_learners_view_of_inputs():
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("B", "T_q", "T_k", "d_model", "h"), [(2, 5, 5, 8, 2), (1, 3, 7, 12, 3), (2, 4, 4, 6, 1)])
+@pytest.mark.parametrize(
+    ("B", "T_q", "T_k", "d_model", "h"),
+    [(2, 5, 5, 8, 2), (1, 3, 7, 12, 3), (2, 4, 4, 6, 1)],
+)
 @pytest.mark.parametrize("masked", [False, True])
 def test_reference_mha_matches_the_library_module(B, T_q, T_k, d_model, h, masked):
     g = torch.Generator().manual_seed(B * 100 + T_k)
-    x_q, x_kv = torch.randn(B, T_q, d_model, generator=g), torch.randn(B, T_k, d_model, generator=g)
-    W = [torch.randn(d_model, d_model, generator=g) / math.sqrt(d_model) for _ in range(4)]
+    x_q, x_kv = (
+        torch.randn(B, T_q, d_model, generator=g),
+        torch.randn(B, T_k, d_model, generator=g),
+    )
+    W = [
+        torch.randn(d_model, d_model, generator=g) / math.sqrt(d_model)
+        for _ in range(4)
+    ]
     mask = tl.causal_mask(T_q, T_k) if masked else None
     m = _module_with_weights(*W, h)
     with torch.no_grad():
@@ -648,13 +875,19 @@ def test_reference_mha_matches_torch():
     W_o = torch_mha.out_proj.weight.detach().T
     x = torch.randn(2, 5, 8)
     with torch.no_grad():
-        want, _ = torch_mha(x, x, x, attn_mask=~tl.causal_mask(5))  # torch: True = may NOT attend
-    torch.testing.assert_close(ex.multi_head_attention(x, x, W_q, W_k, W_v, W_o, 2, tl.causal_mask(5)), want)
+        want, _ = torch_mha(
+            x, x, x, attn_mask=~tl.causal_mask(5)
+        )  # torch: True = may NOT attend
+    torch.testing.assert_close(
+        ex.multi_head_attention(x, x, W_q, W_k, W_v, W_o, 2, tl.causal_mask(5)), want
+    )
 
 
 def test_importing_the_checkers_is_quiet_and_needs_no_plotting():
     code = "import sys, transformer_lib.exercises; assert 'matplotlib' not in sys.modules and 'ipywidgets' not in sys.modules"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and done.stderr == ""
 
@@ -673,7 +906,14 @@ CHECK_CALL = re.compile(r"^(check_\w+)\((\w+)\)\s*$", re.M)
 
 def _solution_code(markdown: str) -> list[str]:
     """The code blocks of a markdown cell: fenced python blocks and indented blocks."""
-    blocks = [m.group(1) for m in re.finditer(r"^`{3,}(?:python|py|\{code-block\} python|\{code-cell\} ipython3)?[ \t]*\n(.*?)^`{3,}[ \t]*$", markdown, re.S | re.M)]
+    blocks = [
+        m.group(1)
+        for m in re.finditer(
+            r"^`{3,}(?:python|py|\{code-block\} python|\{code-cell\} ipython3)?[ \t]*\n(.*?)^`{3,}[ \t]*$",
+            markdown,
+            re.S | re.M,
+        )
+    ]
     indented, current = [], []
     for line in markdown.splitlines() + [""]:
         if line.startswith("    ") or (current and not line.strip()):
@@ -696,10 +936,22 @@ def published_solutions() -> list[tuple[str, str, str, str]]:
                 continue
             for checker, fn in CHECK_CALL.findall(source):
                 solution = next(
-                    ("".join(c["source"]) for c in cells[i + 1 :] if c["cell_type"] == "markdown" and "{solution}" in "".join(c["source"])),
+                    (
+                        "".join(c["source"])
+                        for c in cells[i + 1 :]
+                        if c["cell_type"] == "markdown"
+                        and "{solution}" in "".join(c["source"])
+                    ),
                     "",
                 )
-                code = next((b for b in _solution_code(solution) if re.search(rf"^def {fn}\(", b, re.M)), "")
+                code = next(
+                    (
+                        b
+                        for b in _solution_code(solution)
+                        if re.search(rf"^def {fn}\(", b, re.M)
+                    ),
+                    "",
+                )
                 found.append((path.name, checker, fn, code))
     return found
 
@@ -707,15 +959,25 @@ def published_solutions() -> list[tuple[str, str, str, str]]:
 SOLUTIONS = published_solutions()
 
 
-@pytest.mark.parametrize(("notebook", "checker", "fn", "code"), SOLUTIONS, ids=[f"{n}-{c}" for n, c, _, _ in SOLUTIONS])
+@pytest.mark.parametrize(
+    ("notebook", "checker", "fn", "code"),
+    SOLUTIONS,
+    ids=[f"{n}-{c}" for n, c, _, _ in SOLUTIONS],
+)
 def test_published_solution_passes_its_checker(notebook, checker, fn, code, capsys):
-    assert code, f"{notebook}: the solution after the cell calling {checker}({fn}) shows no code defining {fn}"
+    assert code, (
+        f"{notebook}: the solution after the cell calling {checker}({fn}) shows no code defining {fn}"
+    )
     namespace = {"torch": torch, "nn": torch.nn, "F": F, "math": math, "tl": tl}
-    namespace.update({name: getattr(ex, name) for name in ex.__all__})  # a solution may end with its check call
+    namespace.update(
+        {name: getattr(ex, name) for name in ex.__all__}
+    )  # a solution may end with its check call
     exec(compile(code, f"<{notebook} solution of {fn}>", "exec"), namespace)  # noqa: S102
     getattr(ex, checker)(namespace[fn])
     out = capsys.readouterr().out
-    assert out.startswith(f"{checker}: correct"), f"{notebook}: the published solution of {fn} does not pass: {out}"
+    assert out.startswith(f"{checker}: correct"), (
+        f"{notebook}: the published solution of {fn} does not pass: {out}"
+    )
 
 
 def test_every_checker_is_called_by_a_chapter():

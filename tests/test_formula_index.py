@@ -16,12 +16,11 @@ import ast
 import functools
 import importlib
 import json
+import math
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-import math
 
 import pytest
 import torch
@@ -39,13 +38,18 @@ HEADER = "| Label | Formula | Where | Library | Test |\n|:--|:--|:--|:--|:--|\n"
 # $$ ... $$ (eq-x)   |   ```{math} / :::{math} with :label: eq-x   |   \label{eq-x} inside amsmath
 DOLLAR_LABEL = re.compile(r"[ \t]*\((eq-[\w.-]+)\)")  # right after the closing $$
 MATH_DIRECTIVE = re.compile(
-    r"^(?P<fence>`{3,}|:{3,})\{math\}[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.S | re.M
+    r"^(?P<fence>`{3,}|:{3,})\{math\}[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+    re.S | re.M,
 )
 LABEL_OPTION = re.compile(r"^:label:[ \t]*(eq-[\w.-]+)[ \t]*$", re.M)
 TEX_LABEL = re.compile(r"\\label\{(eq-[\w.-]+)\}")
 HEADING = re.compile(r"^#{1,6} ", re.M)
-TARGET = re.compile(r"^\((?P<label>[\w.-]+)\)=[ \t]*$", re.M)  # MyST targets such as (ch-masks)=
-ANY_EQ_LABEL = re.compile(r"(?:\$\$[ \t]*\(|:label:[ \t]*|\\label\{)(eq-[\w.-]+)")  # every way a label is written
+TARGET = re.compile(
+    r"^\((?P<label>[\w.-]+)\)=[ \t]*$", re.M
+)  # MyST targets such as (ch-masks)=
+ANY_EQ_LABEL = re.compile(
+    r"(?:\$\$[ \t]*\(|:label:[ \t]*|\\label\{)(eq-[\w.-]+)"
+)  # every way a label is written
 
 
 @dataclass
@@ -54,7 +58,9 @@ class Equation:
     tex: str  # the LaTeX as the chapter writes it
     page: str  # e.g. "04_masks.ipynb"
     chapter: str | None  # the page's (ch-...)= label
-    section: str | None  # the nearest (label)= target above the equation, if not the chapter's own
+    section: (
+        str | None
+    )  # the nearest (label)= target above the equation, if not the chapter's own
 
 
 @dataclass
@@ -81,7 +87,11 @@ def page_cells(path: Path) -> list[str]:
     if path.suffix == ".md":
         return [path.read_text(encoding="utf-8")]
     nb = json.loads(path.read_text(encoding="utf-8"))
-    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in nb["cells"] if c["cell_type"] == "markdown"]
+    return [
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in nb["cells"]
+        if c["cell_type"] == "markdown"
+    ]
 
 
 def page_markdown(path: Path) -> str:
@@ -112,7 +122,9 @@ def labelled_equations() -> list[Equation]:
     for path in book_pages():
         text = page_markdown(path)
         targets = [(m.start(), m.group("label")) for m in TARGET.finditer(text)]
-        chapter = next((lab for _, lab in targets if lab.startswith(("ch-", "app-"))), None)
+        chapter = next(
+            (lab for _, lab in targets if lab.startswith(("ch-", "app-"))), None
+        )
         hits: list[tuple[int, str, str]] = []
         offset = 0
         for cell in page_cells(path):  # $$ pairs never span cells
@@ -124,7 +136,9 @@ def labelled_equations() -> list[Equation]:
             body = m.group("body")
             label = LABEL_OPTION.search(body)
             if label:
-                tex = "\n".join(line for line in body.splitlines() if not line.startswith(":"))
+                tex = "\n".join(
+                    line for line in body.splitlines() if not line.startswith(":")
+                )
                 hits.append((m.start(), label.group(1), tex))
         for m in TEX_LABEL.finditer(text):
             hits.append((m.start(), m.group(1), ""))
@@ -132,7 +146,16 @@ def labelled_equations() -> list[Equation]:
         for pos, label, tex in sorted(hits):
             # the heading the equation sits under, and the target written right above that heading
             heading = max((h for h in headings if h < pos), default=None)
-            section = next((lab for p, lab in targets if heading is not None and p < heading and _only_target(text[p:heading])), None)
+            section = next(
+                (
+                    lab
+                    for p, lab in targets
+                    if heading is not None
+                    and p < heading
+                    and _only_target(text[p:heading])
+                ),
+                None,
+            )
             section = None if section == chapter else section
             found.append(Equation(label, _flat(tex), path.name, chapter, section))
     return found
@@ -140,7 +163,11 @@ def labelled_equations() -> list[Equation]:
 
 def every_label_written() -> set[str]:
     """Each eq- label however it is written, a safety net for the parser above."""
-    return {m.group(1) for path in book_pages() for m in ANY_EQ_LABEL.finditer(page_markdown(path))}
+    return {
+        m.group(1)
+        for path in book_pages()
+        for m in ANY_EQ_LABEL.finditer(page_markdown(path))
+    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -158,7 +185,9 @@ def index_rows(text: str | None = None) -> list[Row]:
     for line in text.splitlines():
         if line.startswith("| `eq-"):
             cells = _cells(line)
-            assert len(cells) == 5, f"an index row needs 5 cells, got {len(cells)}: {line}"
+            assert len(cells) == 5, (
+                f"an index row needs 5 cells, got {len(cells)}: {line}"
+            )
             rows.append(Row(cells[0].strip("`"), *cells[1:]))
     return rows
 
@@ -184,12 +213,19 @@ def update_index() -> None:
     for eq in labelled_equations():
         old = kept.pop(eq.label, None)
         library, test = (old.library, old.test) if old else ("TODO", "TODO")
-        lines.append(f"| `{eq.label}` | {formula_cell(eq)} | {where_cell(eq)} | {library} | {test} |\n")
+        lines.append(
+            f"| `{eq.label}` | {formula_cell(eq)} | {where_cell(eq)} | {library} | {test} |\n"
+        )
         if not old:
-            print(f"new row: {eq.label} ({eq.page}): fill in its Library and Test cells")
+            print(
+                f"new row: {eq.label} ({eq.page}): fill in its Library and Test cells"
+            )
     for label in kept:
         print(f"dropped row: {label} (no longer in the book)")
-    INDEX.write_text(head + TABLE_START + "\n" + HEADER + "".join(lines) + TABLE_END + tail, encoding="utf-8")
+    INDEX.write_text(
+        head + TABLE_START + "\n" + HEADER + "".join(lines) + TABLE_END + tail,
+        encoding="utf-8",
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -214,7 +250,7 @@ def resolve_library(name: str) -> object:
     return obj
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _module_body(path: Path) -> list[ast.stmt]:
     return ast.parse(path.read_text(encoding="utf-8")).body
 
@@ -227,12 +263,18 @@ def named_test_exists(ref: str) -> bool:
         return False
     body = _module_body(path)
     for name in names:
-        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name), None)
+        node = next(
+            (
+                n
+                for n in body
+                if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name
+            ),
+            None,
+        )
         if node is None:
             return False
         body = getattr(node, "body", [])
     return True
-
 
 
 # ------------------------------------------------------------------------------------------------
@@ -244,7 +286,9 @@ UPDATE = "run `.venv/bin/python tests/test_formula_index.py --update`, then fill
 
 def test_index_page_is_in_the_toc_and_has_its_label():
     toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
-    assert re.search(r"file:\s*book/formulas\b", toc) and re.search(r"file:\s*book/glossary\b", toc)
+    assert re.search(r"file:\s*book/formulas\b", toc) and re.search(
+        r"file:\s*book/glossary\b", toc
+    )
     assert INDEX.read_text(encoding="utf-8").startswith("(app-formulas)=\n")
     assert GLOSSARY.read_text(encoding="utf-8").startswith("(app-glossary)=\n")
 
@@ -260,21 +304,33 @@ def test_equation_labels_are_unique_and_all_parsed():
 
 
 def test_every_labelled_formula_is_in_the_index():
-    missing = [f"{eq.label} ({eq.page})" for eq in labelled_equations() if eq.label not in {r.label for r in index_rows()}]
-    assert not missing, f"labelled formulas missing from book/formulas.md: {missing}; {UPDATE}"
+    missing = [
+        f"{eq.label} ({eq.page})"
+        for eq in labelled_equations()
+        if eq.label not in {r.label for r in index_rows()}
+    ]
+    assert not missing, (
+        f"labelled formulas missing from book/formulas.md: {missing}; {UPDATE}"
+    )
 
 
 def test_index_has_no_stale_or_repeated_rows():
     labels = [r.label for r in index_rows()]
     in_book = {eq.label for eq in labelled_equations()}
-    assert len(labels) == len(set(labels)), f"rows repeated: {sorted({x for x in labels if labels.count(x) > 1})}"
+    assert len(labels) == len(set(labels)), (
+        f"rows repeated: {sorted({x for x in labels if labels.count(x) > 1})}"
+    )
     stale = sorted(set(labels) - in_book)
-    assert not stale, f"index rows for labels no chapter defines any more: {stale}; {UPDATE}"
+    assert not stale, (
+        f"index rows for labels no chapter defines any more: {stale}; {UPDATE}"
+    )
 
 
 def test_index_rows_follow_the_book_order():
     in_book = [eq.label for eq in labelled_equations()]
-    assert [r.label for r in index_rows()] == [lab for lab in in_book if lab in {r.label for r in index_rows()}], UPDATE
+    assert [r.label for r in index_rows()] == [
+        lab for lab in in_book if lab in {r.label for r in index_rows()}
+    ], UPDATE
 
 
 def test_formula_and_link_match_the_chapter():
@@ -298,7 +354,9 @@ def test_every_row_names_existing_library_functions():
         if row.library == "—":
             continue  # a derivation step: no function computes it; its Test checks it numerically
         if not names or re.sub(r"`[^`]+`|[,;\s]|and", "", row.library):
-            problems.append(f"{row.label}: Library must be `tl.name` cells or —, got {row.library!r}")
+            problems.append(
+                f"{row.label}: Library must be `tl.name` cells or —, got {row.library!r}"
+            )
             continue
         for name in names:
             try:
@@ -321,14 +379,45 @@ def test_every_row_names_existing_tests():
 
 
 FIRST_ARTICLE = [
-    "eq-q", "eq-k", "eq-v", "eq-scores", "eq-scaled-scores", "eq-softmax", "eq-weighted-sum", "eq-multi-head",
-    "eq-ffn", "eq-residual", "eq-layer-norm-article", "eq-ln-mean", "eq-ln-var", "eq-pe-sin", "eq-pe-cos",
-    "eq-x-pos", "eq-enc-attn", "eq-enc-add-norm-1", "eq-enc-ffn", "eq-enc-out", "eq-y-pos", "eq-dec-masked-attn",
-    "eq-dec-add-norm-2", "eq-dec-cross-attn", "eq-dec-add-norm-3", "eq-dec-ffn", "eq-dec-out", "eq-output-softmax",
+    "eq-q",
+    "eq-k",
+    "eq-v",
+    "eq-scores",
+    "eq-scaled-scores",
+    "eq-softmax",
+    "eq-weighted-sum",
+    "eq-multi-head",
+    "eq-ffn",
+    "eq-residual",
+    "eq-layer-norm-article",
+    "eq-ln-mean",
+    "eq-ln-var",
+    "eq-pe-sin",
+    "eq-pe-cos",
+    "eq-x-pos",
+    "eq-enc-attn",
+    "eq-enc-add-norm-1",
+    "eq-enc-ffn",
+    "eq-enc-out",
+    "eq-y-pos",
+    "eq-dec-masked-attn",
+    "eq-dec-add-norm-2",
+    "eq-dec-cross-attn",
+    "eq-dec-add-norm-3",
+    "eq-dec-ffn",
+    "eq-dec-out",
+    "eq-output-softmax",
 ]
 BEYOND_THE_ARTICLE = [
-    "eq-causal-mask", "eq-causal-mask-offset", "eq-padding-mask", "eq-combined-mask", "eq-gqa", "eq-pre-ln",
-    "eq-rope", "eq-kv-memory", "eq-kv-memory-total",
+    "eq-causal-mask",
+    "eq-causal-mask-offset",
+    "eq-padding-mask",
+    "eq-combined-mask",
+    "eq-gqa",
+    "eq-pre-ln",
+    "eq-rope",
+    "eq-kv-memory",
+    "eq-kv-memory-total",
 ]
 
 
@@ -336,14 +425,18 @@ def test_index_covers_the_formulas_the_issue_requires():
     """The first article's formulas, plus the masks, GQA, Pre-LN, RoPE and the KV-cache memory formula."""
     labels = {r.label for r in index_rows()}
     missing = [lab for lab in FIRST_ARTICLE + BEYOND_THE_ARTICLE if lab not in labels]
-    assert not missing, f"formulas the issue requires are not labelled in any chapter: {missing}"
+    assert not missing, (
+        f"formulas the issue requires are not labelled in any chapter: {missing}"
+    )
     assert len(FIRST_ARTICLE) >= 25
 
 
 def test_labels_named_in_the_index_prose_exist():
     prose = INDEX.read_text(encoding="utf-8").split(TABLE_START)[0]
     named = set(re.findall(r"`(eq-[\w.-]+)`", prose))
-    assert named >= set(FIRST_ARTICLE + BEYOND_THE_ARTICLE), "the page's list of the article's formulas is out of date"
+    assert named >= set(FIRST_ARTICLE + BEYOND_THE_ARTICLE), (
+        "the page's list of the article's formulas is out of date"
+    )
     unknown = sorted(named - {eq.label for eq in labelled_equations()})
     assert not unknown, f"the page mentions labels no chapter defines: {unknown}"
 
@@ -368,16 +461,32 @@ def _corrupt(text: str, label: str, column: int, value: str | None) -> str:
         (None, None, test_every_labelled_formula_is_in_the_index),
         (3, "`tl.no_such_function`", test_every_row_names_existing_library_functions),
         (3, "softmax", test_every_row_names_existing_library_functions),
-        (4, "`tests/test_library.py::test_no_such_test`", test_every_row_names_existing_tests),
+        (
+            4,
+            "`tests/test_library.py::test_no_such_test`",
+            test_every_row_names_existing_tests,
+        ),
         (4, "TODO", test_every_row_names_existing_tests),
         (1, "$x$", test_formula_and_link_match_the_chapter),
     ],
-    ids=["row-missing", "unknown-function", "not-a-tl-name", "unknown-test", "no-test", "formula-drifted"],
+    ids=[
+        "row-missing",
+        "unknown-function",
+        "not-a-tl-name",
+        "unknown-test",
+        "no-test",
+        "formula-drifted",
+    ],
 )
-def test_the_index_checks_catch_a_broken_index(tmp_path, monkeypatch, column, value, check):
+def test_the_index_checks_catch_a_broken_index(
+    tmp_path, monkeypatch, column, value, check
+):
     label = labelled_equations()[0].label
     broken = tmp_path / "formulas.md"
-    broken.write_text(_corrupt(INDEX.read_text(encoding="utf-8"), label, column, value), encoding="utf-8")
+    broken.write_text(
+        _corrupt(INDEX.read_text(encoding="utf-8"), label, column, value),
+        encoding="utf-8",
+    )
     monkeypatch.setattr(sys.modules[__name__], "INDEX", broken)
     with pytest.raises(AssertionError, match=label):
         check()
@@ -404,9 +513,19 @@ def test_derivation_qk_is_a_bilinear_form():
 def test_derivation_soft_lookup_is_unscaled_attention():
     """lookup(q) = sum_j softmax(q . k)_j v_j   (eq-soft-lookup), torch's attention with scale 1."""
     q, k, v = _rand(3, 4, seed=1), _rand(6, 4, seed=2), _rand(6, 5, seed=3)
-    by_hand = torch.stack([sum(torch.exp(qi @ kj) / torch.exp(k @ qi).sum() * vj for kj, vj in zip(k, v)) for qi in q])
+    by_hand = torch.stack(
+        [
+            sum(
+                torch.exp(qi @ kj) / torch.exp(k @ qi).sum() * vj
+                for kj, vj in zip(k, v)
+            )
+            for qi in q
+        ]
+    )
     torch.testing.assert_close(by_hand, tl.softmax(q @ k.T) @ v)
-    torch.testing.assert_close(by_hand, F.scaled_dot_product_attention(q, k, v, scale=1.0))
+    torch.testing.assert_close(
+        by_hand, F.scaled_dot_product_attention(q, k, v, scale=1.0)
+    )
 
 
 def test_derivation_scores_are_dot_products_of_rows():
@@ -414,7 +533,9 @@ def test_derivation_scores_are_dot_products_of_rows():
     q, k = _rand(2, 5, 8, seed=1), _rand(2, 7, 8, seed=2)
     S = tl.attention_scores(q, k, scale=False)
     torch.testing.assert_close(S, torch.einsum("bic,bjc->bij", q, k))
-    torch.testing.assert_close(S[1, 2, 3], sum(q[1, 2, c] * k[1, 3, c] for c in range(8)))
+    torch.testing.assert_close(
+        S[1, 2, 3], sum(q[1, 2, c] * k[1, 3, c] for c in range(8))
+    )
 
 
 def test_derivation_softmax_jacobian():
@@ -423,14 +544,18 @@ def test_derivation_softmax_jacobian():
     a = tl.softmax(s)
     J = torch.autograd.functional.jacobian(lambda t: tl.softmax(t), s)
     torch.testing.assert_close(J, torch.diag(a) - torch.outer(a, a))
-    torch.testing.assert_close(J, torch.autograd.functional.jacobian(lambda t: torch.softmax(t, -1), s))
+    torch.testing.assert_close(
+        J, torch.autograd.functional.jacobian(lambda t: torch.softmax(t, -1), s)
+    )
 
 
 def test_derivation_softmax_ratio():
     """a_i / a_j = exp(s_i - s_j)   (eq-softmax-ratio)."""
     s = _rand(7, seed=5) * 3
     a = tl.softmax(s)
-    torch.testing.assert_close(a[:, None] / a[None, :], torch.exp(s[:, None] - s[None, :]))
+    torch.testing.assert_close(
+        a[:, None] / a[None, :], torch.exp(s[:, None] - s[None, :])
+    )
 
 
 def test_derivation_temperature():
@@ -439,7 +564,9 @@ def test_derivation_temperature():
     for tau in (0.5, 1.0, 4.0):
         torch.testing.assert_close(tl.softmax(s / tau), torch.softmax(s / tau, -1))
     torch.testing.assert_close(tl.softmax(s / 1e-4), F.one_hot(s.argmax(-1), 6).to(F64))
-    torch.testing.assert_close(tl.softmax(s / 1e6), torch.full_like(s, 1 / 6), atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        tl.softmax(s / 1e6), torch.full_like(s, 1 / 6), atol=1e-5, rtol=0
+    )
 
 
 def test_derivation_masked_softmax_renormalises():
@@ -459,7 +586,13 @@ def test_derivation_combined_mask_matches_torch():
     x, lengths = _rand(2, 5, 8, seed=7), torch.tensor([5, 3])
     mask = tl.causal_mask(5) & tl.padding_mask(lengths, 5)  # (B, 1, T, T)
     out, _ = ours(x, x, x, mask)
-    expected, _ = mha(x, x, x, attn_mask=~tl.causal_mask(5), key_padding_mask=~tl.padding_mask(lengths, 5)[:, 0, 0])
+    expected, _ = mha(
+        x,
+        x,
+        x,
+        attn_mask=~tl.causal_mask(5),
+        key_padding_mask=~tl.padding_mask(lengths, 5)[:, 0, 0],
+    )
     torch.testing.assert_close(out, expected)
 
 
@@ -473,9 +606,13 @@ def test_derivation_stacked_projection_splits_into_heads():
 
 def test_derivation_concat_times_w_o_is_a_sum_over_heads():
     """Concat(head_0, ..., head_{h-1}) W^O = sum_i head_i W^O_i   (eq-concat-sum)."""
-    heads, W_o = _rand(2, 3, 5, 4, seed=1), _rand(12, 12, seed=2)  # (B, h, T, d_v), (h d_v, d_model)
+    heads, W_o = (
+        _rand(2, 3, 5, 4, seed=1),
+        _rand(12, 12, seed=2),
+    )  # (B, h, T, d_v), (h d_v, d_model)
     torch.testing.assert_close(
-        tl.merge_heads(heads) @ W_o, sum(heads[:, i] @ W_o[4 * i : 4 * (i + 1)] for i in range(3))
+        tl.merge_heads(heads) @ W_o,
+        sum(heads[:, i] @ W_o[4 * i : 4 * (i + 1)] for i in range(3)),
     )
 
 
@@ -493,13 +630,25 @@ def test_derivation_parameter_counts():
     """P_attn, P_FFN (eq-ffn-params), P_enc (eq-enc-params), P_dec (eq-dec-params), against torch's layers."""
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     d, d_ff = 16, 48
-    assert count(tl.MultiHeadAttention(d, 4)) == 4 * d * d + 4 * d == count(torch.nn.MultiheadAttention(d, 4))
+    assert (
+        count(tl.MultiHeadAttention(d, 4))
+        == 4 * d * d + 4 * d
+        == count(torch.nn.MultiheadAttention(d, 4))
+    )
     assert count(tl.FeedForward(d, d_ff)) == 2 * d * d_ff + d_ff + d
     assert count(tl.FeedForward(d, 4 * d)) == 8 * d * d + 5 * d
     p_enc = 4 * d * d + 4 * d + 2 * d * d_ff + d_ff + d + 4 * d
-    assert count(tl.EncoderLayer(d, 4, d_ff)) == p_enc == count(torch.nn.TransformerEncoderLayer(d, 4, d_ff))
+    assert (
+        count(tl.EncoderLayer(d, 4, d_ff))
+        == p_enc
+        == count(torch.nn.TransformerEncoderLayer(d, 4, d_ff))
+    )
     p_dec = 8 * d * d + 2 * d * d_ff + d_ff + 15 * d
-    assert count(tl.DecoderLayer(d, 4, d_ff)) == p_dec == count(torch.nn.TransformerDecoderLayer(d, 4, d_ff))
+    assert (
+        count(tl.DecoderLayer(d, 4, d_ff))
+        == p_dec
+        == count(torch.nn.TransformerDecoderLayer(d, 4, d_ff))
+    )
 
 
 def test_derivation_ffn_is_position_wise():
@@ -507,20 +656,27 @@ def test_derivation_ffn_is_position_wise():
     torch.manual_seed(0)
     ffn = tl.FeedForward(8, 32).double()
     x = _rand(2, 5, 8, seed=1)
-    torch.testing.assert_close(ffn(x), torch.stack([ffn(x[:, t]) for t in range(5)], dim=1))
+    torch.testing.assert_close(
+        ffn(x), torch.stack([ffn(x[:, t]) for t in range(5)], dim=1)
+    )
 
 
 def test_derivation_residual_jacobian():
     """d x_L / d x_l = prod_j (I + J_j)   (eq-residual-jacobian), against autograd."""
     torch.manual_seed(0)
-    blocks = [torch.nn.Sequential(torch.nn.Linear(6, 6), torch.nn.Tanh()).double() for _ in range(3)]
+    blocks = [
+        torch.nn.Sequential(torch.nn.Linear(6, 6), torch.nn.Tanh()).double()
+        for _ in range(3)
+    ]
     x0 = _rand(6, seed=2)
     xs = [x0]
     for f in blocks:
         xs.append(xs[-1] + f(xs[-1]))  # x_{l+1} = x_l + F_l(x_l)   (eq-residual)
     product = torch.eye(6, dtype=F64)
     for f, x in zip(blocks, xs):
-        product = (torch.eye(6, dtype=F64) + torch.autograd.functional.jacobian(f, x)) @ product
+        product = (
+            torch.eye(6, dtype=F64) + torch.autograd.functional.jacobian(f, x)
+        ) @ product
 
     def whole(x):
         for f in blocks:
@@ -537,8 +693,12 @@ def test_derivation_layer_norm_output_std():
         z = _rand(4, 8, seed=3) * scale
         sigma = z.std(-1, unbiased=False)
         std = lambda y: y.std(-1, unbiased=False)  # noqa: E731
-        torch.testing.assert_close(std(tl.layer_norm(z, one, zero)), sigma / torch.sqrt(sigma**2 + 1e-5))
-        torch.testing.assert_close(std(tl.layer_norm_article(z, one, zero)), sigma / (sigma + 1e-5))
+        torch.testing.assert_close(
+            std(tl.layer_norm(z, one, zero)), sigma / torch.sqrt(sigma**2 + 1e-5)
+        )
+        torch.testing.assert_close(
+            std(tl.layer_norm_article(z, one, zero)), sigma / (sigma + 1e-5)
+        )
 
 
 def test_derivation_batch_norm_formula_matches_torch():
@@ -551,7 +711,9 @@ def test_derivation_batch_norm_formula_matches_torch():
     with torch.no_grad():
         bn.weight.copy_(gamma)
         bn.bias.copy_(beta)
-    torch.testing.assert_close(by_formula, bn(z.transpose(1, 2)).transpose(1, 2))  # BatchNorm1d wants (B, C, T)
+    torch.testing.assert_close(
+        by_formula, bn(z.transpose(1, 2)).transpose(1, 2)
+    )  # BatchNorm1d wants (B, C, T)
 
 
 def test_derivation_layer_norm_is_scale_invariant():
@@ -588,17 +750,24 @@ def test_derivation_decoder_loss_is_cross_entropy_over_real_positions():
     log_p = torch.log(tl.softmax(logits))  # P = softmax(logits)   (eq-output-softmax)
     real = targets != pad
     by_formula = -log_p.gather(-1, targets[..., None])[..., 0][real].sum() / real.sum()
-    torch.testing.assert_close(by_formula, F.cross_entropy(logits.reshape(-1, 7), targets.reshape(-1), ignore_index=pad))
+    torch.testing.assert_close(
+        by_formula,
+        F.cross_entropy(logits.reshape(-1, 7), targets.reshape(-1), ignore_index=pad),
+    )
     # with no padding it is the toy model's mean over all B * T targets   (eq-toy-loss)
     full = torch.tensor([[3, 4, 2, 6, 5], [5, 6, 1, 2, 3]])
     by_formula = -log_p.gather(-1, full[..., None]).mean()
-    torch.testing.assert_close(by_formula, F.cross_entropy(logits.reshape(-1, 7), full.reshape(-1)))
+    torch.testing.assert_close(
+        by_formula, F.cross_entropy(logits.reshape(-1, 7), full.reshape(-1))
+    )
 
 
 def _explicit_sdpa(q, k, v, attn_mask=None, enable_gqa=False, **_):
     """softmax(Q K^T / sqrt(d_k)) V with explicit matmuls, which torch's FLOP counter can see."""
     n_rep = q.size(-3) // k.size(-3) if enable_gqa else 1
-    return tl.scaled_dot_product_attention(q, tl.repeat_kv(k, n_rep), tl.repeat_kv(v, n_rep), attn_mask)[0]
+    return tl.scaled_dot_product_attention(
+        q, tl.repeat_kv(k, n_rep), tl.repeat_kv(v, n_rep), attn_mask
+    )[0]
 
 
 @pytest.mark.parametrize("n_kv_heads", [None, 2], ids=["mha", "gqa"])
@@ -615,7 +784,15 @@ def test_derivation_decode_cost_matches_torch_flop_counter(n_kv_heads):
     import transformer_lib.attention as attention_module
 
     torch.manual_seed(0)
-    cfg = tl.TransformerConfig(vocab_size=11, d_model=16, n_heads=4, n_kv_heads=n_kv_heads, n_layers=2, d_ff=24, max_len=16)
+    cfg = tl.TransformerConfig(
+        vocab_size=11,
+        d_model=16,
+        n_heads=4,
+        n_kv_heads=n_kv_heads,
+        n_layers=2,
+        d_ff=24,
+        max_len=16,
+    )
     model = tl.Transformer(cfg).eval()
     src = torch.randint(2, 11, (1, 5))
     explicit = types.SimpleNamespace(scaled_dot_product_attention=_explicit_sdpa)
@@ -628,8 +805,12 @@ def test_derivation_decode_cost_matches_torch_flop_counter(n_kv_heads):
                 logits = model.decode_step(seq[:, -1:], cache)
             with FlopCounterMode(display=False) as uncached:
                 model.out_proj(model.decode(seq, memory)[:, -1])
-            assert cached.get_total_flops() == 2 * tl.decode_step_macs(cfg, t, 5, use_cache=True)
-            assert uncached.get_total_flops() == 2 * tl.decode_step_macs(cfg, t, 5, use_cache=False)
+            assert cached.get_total_flops() == 2 * tl.decode_step_macs(
+                cfg, t, 5, use_cache=True
+            )
+            assert uncached.get_total_flops() == 2 * tl.decode_step_macs(
+                cfg, t, 5, use_cache=False
+            )
             seq = torch.cat([seq, logits[:, -1:].argmax(-1)], dim=1)
 
 
@@ -642,11 +823,19 @@ LANG_SPAN = re.compile(r'<span lang="(zh-Hans|zh-Hant)">(.*?)</span>')
 
 
 def glossary_rows() -> list[list[str]]:
-    return [_cells(line) for line in GLOSSARY.read_text(encoding="utf-8").splitlines() if line.startswith("| **")]
+    return [
+        _cells(line)
+        for line in GLOSSARY.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| **")
+    ]
 
 
 def chapter_labels() -> set[str]:
-    return {m.group("label") for p in book_pages() for m in TARGET.finditer(page_markdown(p))}
+    return {
+        m.group("label")
+        for p in book_pages()
+        for m in TARGET.finditer(page_markdown(p))
+    }
 
 
 def test_glossary_rows_are_complete():
@@ -654,34 +843,60 @@ def test_glossary_rows_are_complete():
     assert len(rows) >= 50, f"the glossary has only {len(rows)} terms"
     problems = []
     for en, hans, hant, meaning, where in rows:
-        if not re.fullmatch(r'<span lang="zh-Hans">[^<]+</span>', hans) or not CJK.search(hans + hant) and "Transformer" not in hans:
-            problems.append(f"{en}: the Simplified cell must be one zh-Hans span, got {hans!r}")
+        if (
+            not re.fullmatch(r'<span lang="zh-Hans">[^<]+</span>', hans)
+            or not CJK.search(hans + hant)
+            and "Transformer" not in hans
+        ):
+            problems.append(
+                f"{en}: the Simplified cell must be one zh-Hans span, got {hans!r}"
+            )
         if hant and not re.fullmatch(r'<span lang="zh-Hant">[^<]+</span>', hant):
-            problems.append(f"{en}: the Traditional cell must be empty or one zh-Hant span, got {hant!r}")
+            problems.append(
+                f"{en}: the Traditional cell must be empty or one zh-Hant span, got {hant!r}"
+            )
         if hant and LANG_SPAN.search(hant).group(2) == LANG_SPAN.search(hans).group(2):
-            problems.append(f"{en}: leave the Traditional cell empty when it equals the Simplified one")
+            problems.append(
+                f"{en}: leave the Traditional cell empty when it equals the Simplified one"
+            )
         if len(meaning) < 20 or "\n" in meaning:
             problems.append(f"{en}: needs a one-line meaning")
         if not re.fullmatch(r"\{ref\}`[^`<]*<ch-[\w-]+>`", where):
-            problems.append(f"{en}: the last cell must be a {{ref}} to a chapter label, got {where!r}")
+            problems.append(
+                f"{en}: the last cell must be a {{ref}} to a chapter label, got {where!r}"
+            )
     assert not problems, "\n" + "\n".join(problems)
     terms = [r[0] for r in rows]
     assert len(terms) == len(set(terms)), "a term is listed twice"
-    assert terms == sorted(terms, key=lambda t: t.strip("*").lower().lstrip("(").replace("-", " ")), "keep the terms in alphabetical order"
+    assert terms == sorted(
+        terms, key=lambda t: t.strip("*").lower().lstrip("(").replace("-", " ")
+    ), "keep the terms in alphabetical order"
 
 
 def test_glossary_links_point_at_chapters_that_exist():
     labels = chapter_labels()
     targets = {re.search(r"<(ch-[\w-]+)>", r[4]).group(1) for r in glossary_rows()}
-    assert targets <= labels, f"glossary links to chapter labels no page defines: {sorted(targets - labels)}"
+    assert targets <= labels, (
+        f"glossary links to chapter labels no page defines: {sorted(targets - labels)}"
+    )
 
 
 @pytest.mark.parametrize(
     ("english", "chinese"),
-    [("query", "查询"), ("key", "键"), ("value", "值"), ("attention", "注意力"), ("mask", "掩码"),
-     ("residual connection", "残差连接"), ("layer normalization (LayerNorm)", "层归一化"),
-     ("positional encoding", "位置编码"), ("KV cache", "KV缓存"), ("grouped-query attention (GQA)", "分组查询注意力"),
-     ("feed-forward network (FFN)", "前馈网络"), ("rotary position embedding (RoPE)", "旋转位置编码")],
+    [
+        ("query", "查询"),
+        ("key", "键"),
+        ("value", "值"),
+        ("attention", "注意力"),
+        ("mask", "掩码"),
+        ("residual connection", "残差连接"),
+        ("layer normalization (LayerNorm)", "层归一化"),
+        ("positional encoding", "位置编码"),
+        ("KV cache", "KV缓存"),
+        ("grouped-query attention (GQA)", "分组查询注意力"),
+        ("feed-forward network (FFN)", "前馈网络"),
+        ("rotary position embedding (RoPE)", "旋转位置编码"),
+    ],
 )
 def test_glossary_has_the_terms_of_the_issue(english, chinese):
     row = next((r for r in glossary_rows() if r[0] == f"**{english}**"), None)

@@ -24,12 +24,16 @@ F64 = torch.float64
 
 
 def rand(*shape, dtype=F64, seed=None):
-    g = torch.Generator().manual_seed(seed if seed is not None else sum(shape) * 7919 % 10007)
+    g = torch.Generator().manual_seed(
+        seed if seed is not None else sum(shape) * 7919 % 10007
+    )
     return torch.randn(*shape, generator=g, dtype=dtype)
 
 
 # ---------------------------------------------------------------------------------- softmax
-@pytest.mark.parametrize("shape,dim", [((5,), -1), ((3, 7), -1), ((2, 4, 6), 1), ((2, 3, 4, 5), 0)])
+@pytest.mark.parametrize(
+    "shape,dim", [((5,), -1), ((3, 7), -1), ((2, 4, 6), 1), ((2, 3, 4, 5), 0)]
+)
 def test_softmax_matches_torch(shape, dim):
     x = rand(*shape) * 3
     torch.testing.assert_close(tl.softmax(x, dim=dim), torch.softmax(x, dim=dim))
@@ -72,7 +76,9 @@ def test_low_precision_runs_and_stays_finite(dtype):
     assert tl.softmax(x).dtype == dtype and torch.isfinite(tl.softmax(x)).all()
     out, w = tl.scaled_dot_product_attention(q, k, v, tl.causal_mask(9))
     assert out.dtype == dtype and torch.isfinite(out).all() and torch.isfinite(w).all()
-    ref, _ = tl.scaled_dot_product_attention(q.double(), k.double(), v.double(), tl.causal_mask(9))
+    ref, _ = tl.scaled_dot_product_attention(
+        q.double(), k.double(), v.double(), tl.causal_mask(9)
+    )
     torch.testing.assert_close(out.double(), ref, atol=0.05, rtol=0.05)
     x8 = rand(2, 5, 8).to(dtype) + 1e3
     ln = tl.layer_norm(x8, torch.ones(8, dtype=dtype), torch.zeros(8, dtype=dtype))
@@ -93,33 +99,54 @@ SDPA_SHAPES = [
 @pytest.mark.parametrize("batch,T_q,T_k,d_k,d_v", SDPA_SHAPES)
 @pytest.mark.parametrize("mask_kind", ["none", "causal", "random", "padding"])
 def test_sdpa_matches_torch(batch, T_q, T_k, d_k, d_v, mask_kind):
-    q, k, v = rand(*batch, T_q, d_k, seed=1), rand(*batch, T_k, d_k, seed=2), rand(*batch, T_k, d_v, seed=3)
+    q, k, v = (
+        rand(*batch, T_q, d_k, seed=1),
+        rand(*batch, T_k, d_k, seed=2),
+        rand(*batch, T_k, d_v, seed=3),
+    )
     if mask_kind == "none":
         mask = None
     elif mask_kind == "causal":
         mask = tl.causal_mask(T_q, T_k)
     elif mask_kind == "random":
-        mask = torch.rand(*batch, T_q, T_k, generator=torch.Generator().manual_seed(4)) > 0.4
+        mask = (
+            torch.rand(*batch, T_q, T_k, generator=torch.Generator().manual_seed(4))
+            > 0.4
+        )
         mask[..., 0] = True  # every row keeps a key, so torch's result is defined
     else:
-        mask = torch.ones(1, T_k, dtype=torch.bool)  # one key-padding row, broadcast over queries
+        mask = torch.ones(
+            1, T_k, dtype=torch.bool
+        )  # one key-padding row, broadcast over queries
         mask[:, T_k // 2 + 1 :] = False
     out, w = tl.scaled_dot_product_attention(q, k, v, mask)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     torch.testing.assert_close(out, expected)
-    allowed = torch.ones(*batch, T_q, dtype=F64) if mask is None else mask.expand(*batch, T_q, T_k).any(-1).to(F64)
-    torch.testing.assert_close(w.sum(-1), allowed)  # 1 per row, 0 for a row with no allowed key
+    allowed = (
+        torch.ones(*batch, T_q, dtype=F64)
+        if mask is None
+        else mask.expand(*batch, T_q, T_k).any(-1).to(F64)
+    )
+    torch.testing.assert_close(
+        w.sum(-1), allowed
+    )  # 1 per row, 0 for a row with no allowed key
     torch.testing.assert_close(tl.fused_attention(q, k, v, mask), expected)
 
 
 def test_attention_weights_match_explicit_formula():
     q, k, v = rand(2, 5, 8, seed=1), rand(2, 6, 8, seed=2), rand(2, 6, 4, seed=3)
     _, w = tl.scaled_dot_product_attention(q, k, v)
-    torch.testing.assert_close(w, torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(8), dim=-1))
+    torch.testing.assert_close(
+        w, torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(8), dim=-1)
+    )
 
 
 def test_sdpa_fully_masked_rows_are_zero():
-    q, k, v = rand(2, 3, 4, 8, seed=1), rand(2, 3, 6, 8, seed=2), rand(2, 3, 6, 5, seed=3)
+    q, k, v = (
+        rand(2, 3, 4, 8, seed=1),
+        rand(2, 3, 6, 8, seed=2),
+        rand(2, 3, 6, 5, seed=3),
+    )
     mask = tl.padding_mask([6, 3], 6).expand(2, 3, 4, 6).clone()
     mask[1, :, 2] = False  # batch 1, query 2: no key allowed
     out, w = tl.scaled_dot_product_attention(q, k, v, mask)
@@ -131,7 +158,9 @@ def test_sdpa_fully_masked_rows_are_zero():
     torch.testing.assert_close(fused, out)
     # every other row is exactly what torch computes
     keep = mask.any(-1)
-    torch.testing.assert_close(out[keep], F.scaled_dot_product_attention(q, k, v, attn_mask=mask)[keep])
+    torch.testing.assert_close(
+        out[keep], F.scaled_dot_product_attention(q, k, v, attn_mask=mask)[keep]
+    )
 
 
 def test_scaled_scores_variance():
@@ -176,7 +205,9 @@ def test_causal_outputs_ignore_the_future(T, t, seed):
 def test_causal_mask_end_aligned(T_q, T_k):
     m = tl.causal_mask(T_q, T_k)
     assert m.dtype == torch.bool and m.shape == (T_q, T_k)
-    expected = torch.tensor([[j <= i + (T_k - T_q) for j in range(T_k)] for i in range(T_q)])
+    expected = torch.tensor(
+        [[j <= i + (T_k - T_q) for j in range(T_k)] for i in range(T_q)]
+    )
     assert torch.equal(m, expected)
     assert m[-1].all()  # the newest query sees every key
     if T_q == T_k:
@@ -184,12 +215,16 @@ def test_causal_mask_end_aligned(T_q, T_k):
         # torch's own causal attention agrees
         q, k, v = rand(T_q, 4, seed=1), rand(T_k, 4, seed=2), rand(T_k, 3, seed=3)
         out, _ = tl.scaled_dot_product_attention(q, k, v, m)
-        torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        torch.testing.assert_close(
+            out, F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        )
 
 
 def test_causal_mask_matches_torch_square_subsequent_mask():
     T = 6
-    torch_float = nn.Transformer.generate_square_subsequent_mask(T)  # 0 = attend, -inf = blocked
+    torch_float = nn.Transformer.generate_square_subsequent_mask(
+        T
+    )  # 0 = attend, -inf = blocked
     assert torch.equal(tl.causal_mask(T), torch_float == 0)
 
 
@@ -198,7 +233,9 @@ def test_padding_mask_matches_key_padding():
     m = tl.padding_mask(lengths, 5)
     assert m.shape == (4, 1, 1, 5) and m.dtype == torch.bool
     assert m[:, 0, 0].sum(-1).tolist() == lengths.tolist()
-    key_padding = torch.arange(5)[None, :] >= lengths[:, None]  # torch convention: True = ignore
+    key_padding = (
+        torch.arange(5)[None, :] >= lengths[:, None]
+    )  # torch convention: True = ignore
     assert torch.equal(tl.key_padding_to_attend(key_padding), m)
     # and it gives nn.MultiheadAttention's result
     mha = nn.MultiheadAttention(8, 2, batch_first=True, dtype=F64)
@@ -223,18 +260,24 @@ def test_mha_matches_torch(d_model, h, B, T_q, T_k, bias):
     x, mem = rand(B, T_q, d_model, seed=1), rand(B, T_k, d_model, seed=2)
     # self-attention (T_q keys), with a causal mask
     out, w = ours(x, x, x, tl.causal_mask(T_q))
-    exp_out, exp_w = mha(x, x, x, attn_mask=~tl.causal_mask(T_q), average_attn_weights=False)
+    exp_out, exp_w = mha(
+        x, x, x, attn_mask=~tl.causal_mask(T_q), average_attn_weights=False
+    )
     torch.testing.assert_close(out, exp_out)
     torch.testing.assert_close(w, exp_w)
     # cross-attention, with a key padding mask
     lengths = torch.tensor([T_k - i % T_k for i in range(B)])
     key_padding = torch.arange(T_k)[None, :] >= lengths[:, None]
     out, w = ours(x, mem, mem, tl.key_padding_to_attend(key_padding))
-    exp_out, exp_w = mha(x, mem, mem, key_padding_mask=key_padding, average_attn_weights=False)
+    exp_out, exp_w = mha(
+        x, mem, mem, key_padding_mask=key_padding, average_attn_weights=False
+    )
     torch.testing.assert_close(out, exp_out)
     torch.testing.assert_close(w, exp_w)
     # the fused path gives the same output and no weights
-    fused, none = ours(x, mem, mem, tl.key_padding_to_attend(key_padding), need_weights=False)
+    fused, none = ours(
+        x, mem, mem, tl.key_padding_to_attend(key_padding), need_weights=False
+    )
     assert none is None
     torch.testing.assert_close(fused, exp_out)
 
@@ -262,9 +305,15 @@ def test_gqa_equals_mha_when_groups_are_full():
 
 def test_gqa_matches_torch_enable_gqa():
     """Each query head j reads K/V head j // (h / h_kv): the same grouping as torch's enable_gqa."""
-    q, k, v = rand(2, 6, 5, 4, seed=1), rand(2, 2, 5, 4, seed=2), rand(2, 2, 5, 4, seed=3)
+    q, k, v = (
+        rand(2, 6, 5, 4, seed=1),
+        rand(2, 2, 5, 4, seed=2),
+        rand(2, 2, 5, 4, seed=3),
+    )
     out, _ = tl.scaled_dot_product_attention(q, tl.repeat_kv(k, 3), tl.repeat_kv(v, 3))
-    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+    torch.testing.assert_close(
+        out, F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    )
 
 
 @pytest.mark.parametrize("n_rep", [1, 2, 3])
@@ -279,24 +328,45 @@ def test_repeat_kv_is_repeat_interleave(n_rep):
 
 
 def test_kv_cache_bytes_formula():
-    for h, h_kv, dtype in [(8, 8, torch.float32), (8, 2, torch.float16), (8, 1, torch.bfloat16)]:
+    for h, h_kv, dtype in [
+        (8, 8, torch.float32),
+        (8, 2, torch.float16),
+        (8, 1, torch.bfloat16),
+    ]:
         m = tl.MultiHeadAttention(64, h, h_kv)
         B, T = 3, 11
         k, v = m.project_kv(torch.randn(B, T, 64), torch.randn(B, T, 64))
         k, v = k.to(dtype), v.to(dtype)
-        assert m.kv_cache_bytes(B, T, dtype) == k.nbytes + v.nbytes == 2 * B * h_kv * T * (64 // h) * k.element_size()
+        assert (
+            m.kv_cache_bytes(B, T, dtype)
+            == k.nbytes + v.nbytes
+            == 2 * B * h_kv * T * (64 // h) * k.element_size()
+        )
 
 
 def test_cached_attention_step_equals_full_causal_attention():
     B, h, h_kv, T, d = 2, 4, 2, 7, 8
-    q, k, v = rand(B, h, T, d, seed=1), rand(B, h_kv, T, d, seed=2), rand(B, h_kv, T, d, seed=3)
+    q, k, v = (
+        rand(B, h, T, d, seed=1),
+        rand(B, h_kv, T, d, seed=2),
+        rand(B, h_kv, T, d, seed=3),
+    )
     pos = torch.arange(T)
     for rope in (False, True):
         qq, kk = (tl.apply_rope(q, pos), tl.apply_rope(k, pos)) if rope else (q, k)
-        full, _ = tl.scaled_dot_product_attention(qq, tl.repeat_kv(kk, 2), tl.repeat_kv(v, 2), tl.causal_mask(T))
+        full, _ = tl.scaled_dot_product_attention(
+            qq, tl.repeat_kv(kk, 2), tl.repeat_kv(v, 2), tl.causal_mask(T)
+        )
         ck, cv, outs = k[:, :, :0], v[:, :, :0], []
         for t in range(T):
-            o, ck, cv = tl.cached_attention_step(q[:, :, t : t + 1], k[:, :, t : t + 1], v[:, :, t : t + 1], ck, cv, rope=rope)
+            o, ck, cv = tl.cached_attention_step(
+                q[:, :, t : t + 1],
+                k[:, :, t : t + 1],
+                v[:, :, t : t + 1],
+                ck,
+                cv,
+                rope=rope,
+            )
             outs.append(o)
         assert ck.shape == (B, h_kv, T, d)
         torch.testing.assert_close(torch.cat(outs, dim=2), full)
@@ -314,7 +384,10 @@ def test_layer_norm_matches_torch(shape, eps):
     ours.load_state_dict(ref.state_dict())
     x = rand(*shape) * 3 + 2
     torch.testing.assert_close(ours(x), ref(x))
-    torch.testing.assert_close(tl.layer_norm(x, ref.weight, ref.bias, eps), F.layer_norm(x, shape[-1:], ref.weight, ref.bias, eps))
+    torch.testing.assert_close(
+        tl.layer_norm(x, ref.weight, ref.bias, eps),
+        F.layer_norm(x, shape[-1:], ref.weight, ref.bias, eps),
+    )
     # gradients agree too
     x1 = x.clone().requires_grad_()
     x2 = x.clone().requires_grad_()
@@ -327,7 +400,9 @@ def test_layer_norm_matches_torch(shape, eps):
 def test_layer_norm_stable_for_large_offset(dtype):
     x = rand(4, 32).to(dtype) + 1e4
     g, b = torch.ones(32, dtype=dtype), torch.zeros(32, dtype=dtype)
-    torch.testing.assert_close(tl.layer_norm(x, g, b), F.layer_norm(x, (32,), g, b), atol=2e-3, rtol=1e-3)
+    torch.testing.assert_close(
+        tl.layer_norm(x, g, b), F.layer_norm(x, (32,), g, b), atol=2e-3, rtol=1e-3
+    )
     exact = F.layer_norm(x.double(), (32,), g.double(), b.double())
     assert (tl.layer_norm(x, g, b).double() - exact).abs().max() < 1e-2
 
@@ -336,10 +411,14 @@ def test_layer_norm_article_form():
     """(z - mu) / (sigma + eps) differs from nn.LayerNorm's (z - mu) / sqrt(sigma^2 + eps) only when sigma is small."""
     g, b = torch.ones(8, dtype=F64), torch.zeros(8, dtype=F64)
     x = rand(3, 8) * 5
-    torch.testing.assert_close(tl.layer_norm_article(x, g, b), tl.layer_norm(x, g, b), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(
+        tl.layer_norm_article(x, g, b), tl.layer_norm(x, g, b), atol=1e-4, rtol=1e-4
+    )
     mu = x.mean(-1, keepdim=True)
     sigma = x.var(-1, unbiased=False, keepdim=True).sqrt()
-    torch.testing.assert_close(tl.layer_norm_article(x, g, b, eps=1e-5), (x - mu) / (sigma + 1e-5))
+    torch.testing.assert_close(
+        tl.layer_norm_article(x, g, b, eps=1e-5), (x - mu) / (sigma + 1e-5)
+    )
     tiny = rand(3, 8) * 1e-3  # sigma ~ 1e-3 ~ sqrt(eps): the two forms disagree visibly
     diff = (tl.layer_norm_article(tiny, g, b) - tl.layer_norm(tiny, g, b)).abs().max()
     assert diff > 1e-3
@@ -348,14 +427,22 @@ def test_layer_norm_article_form():
 # ------------------------------------------------------------------------------- FFN, layers
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_feed_forward_matches_torch_layer(activation):
-    layer = nn.TransformerEncoderLayer(16, 4, 48, dropout=0.0, activation=activation, batch_first=True, dtype=F64)
+    layer = nn.TransformerEncoderLayer(
+        16, 4, 48, dropout=0.0, activation=activation, batch_first=True, dtype=F64
+    )
     ffn = tl.FeedForward(16, 48, activation).double()
     ffn.linear1.load_state_dict(layer.linear1.state_dict())
     ffn.linear2.load_state_dict(layer.linear2.state_dict())
     x = rand(2, 5, 16)
-    torch.testing.assert_close(ffn(x), layer.linear2(layer.activation(layer.linear1(x))))
+    torch.testing.assert_close(
+        ffn(x), layer.linear2(layer.activation(layer.linear1(x)))
+    )
     act = F.relu if activation == "relu" else F.gelu
-    torch.testing.assert_close(ffn(x), act(x @ layer.linear1.weight.T + layer.linear1.bias) @ layer.linear2.weight.T + layer.linear2.bias)
+    torch.testing.assert_close(
+        ffn(x),
+        act(x @ layer.linear1.weight.T + layer.linear1.bias) @ layer.linear2.weight.T
+        + layer.linear2.bias,
+    )
 
 
 LAYER_CASES = [(nf, act) for nf in (False, True) for act in ("relu", "gelu")]
@@ -365,7 +452,14 @@ LAYER_CASES = [(nf, act) for nf in (False, True) for act in ("relu", "gelu")]
 @pytest.mark.parametrize("mask_kind", ["none", "causal", "padding"])
 def test_encoder_layer_matches_torch(norm_first, activation, mask_kind):
     ref = nn.TransformerEncoderLayer(
-        24, 4, 40, dropout=0.0, activation=activation, norm_first=norm_first, batch_first=True, dtype=F64
+        24,
+        4,
+        40,
+        dropout=0.0,
+        activation=activation,
+        norm_first=norm_first,
+        batch_first=True,
+        dtype=F64,
     ).eval()
     ours = tl.EncoderLayer.from_torch(ref)
     assert ours.norm_first == norm_first
@@ -378,30 +472,53 @@ def test_encoder_layer_matches_torch(norm_first, activation, mask_kind):
     else:
         m = tl.padding_mask(lengths, 6)
         got, expected = ours(x, m), ref(x, src_key_padding_mask=~m[:, 0, 0])
-    torch.testing.assert_close(got, expected, atol=1e-12, rtol=1e-12)  # float64 end to end, no float32 round trip
+    torch.testing.assert_close(
+        got, expected, atol=1e-12, rtol=1e-12
+    )  # float64 end to end, no float32 round trip
 
 
 @pytest.mark.parametrize("norm_first,activation", LAYER_CASES)
 def test_decoder_layer_matches_torch(norm_first, activation):
     ref = nn.TransformerDecoderLayer(
-        24, 4, 40, dropout=0.0, activation=activation, norm_first=norm_first, batch_first=True, dtype=F64
+        24,
+        4,
+        40,
+        dropout=0.0,
+        activation=activation,
+        norm_first=norm_first,
+        batch_first=True,
+        dtype=F64,
     ).eval()
     ours = tl.DecoderLayer.from_torch(ref)
     y, memory = rand(3, 5, 24, seed=1), rand(3, 7, 24, seed=2)
     src_pad = tl.padding_mask([7, 5, 2], 7)
     got = ours(y, memory, tl.causal_mask(5), src_pad)
-    expected = ref(y, memory, tgt_mask=~tl.causal_mask(5), memory_key_padding_mask=~src_pad[:, 0, 0])
+    expected = ref(
+        y,
+        memory,
+        tgt_mask=~tl.causal_mask(5),
+        memory_key_padding_mask=~src_pad[:, 0, 0],
+    )
     torch.testing.assert_close(got, expected, atol=1e-12, rtol=1e-12)
     # with the weights returned, the output is the same and the maps have the documented shapes
-    got2, w_self, w_cross = ours(y, memory, tl.causal_mask(5), src_pad, need_weights=True)
+    got2, w_self, w_cross = ours(
+        y, memory, tl.causal_mask(5), src_pad, need_weights=True
+    )
     torch.testing.assert_close(got2, got)
     assert w_self.shape == (3, 4, 5, 5) and w_cross.shape == (3, 4, 5, 7)
-    assert torch.equal(w_self[..., ~tl.causal_mask(5)], torch.zeros_like(w_self[..., ~tl.causal_mask(5)]))
+    assert torch.equal(
+        w_self[..., ~tl.causal_mask(5)],
+        torch.zeros_like(w_self[..., ~tl.causal_mask(5)]),
+    )
 
 
 def test_encoder_stack_matches_torch_encoder():
-    ref_layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True, dtype=F64)
-    stack = nn.TransformerEncoder(ref_layer, num_layers=3, enable_nested_tensor=False).eval()
+    ref_layer = nn.TransformerEncoderLayer(
+        16, 2, 32, dropout=0.0, batch_first=True, dtype=F64
+    )
+    stack = nn.TransformerEncoder(
+        ref_layer, num_layers=3, enable_nested_tensor=False
+    ).eval()
     ours = [tl.EncoderLayer.from_torch(layer) for layer in stack.layers]
     x = rand(2, 5, 16)
     y = x
@@ -433,7 +550,9 @@ def test_pe_shift_is_rotation(k, d_half):
     M = torch.zeros(d, d, dtype=F64)
     for i, wi in enumerate(w):
         c, s = math.cos(k * wi), math.sin(k * wi)
-        M[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor([[c, s], [-s, c]], dtype=F64)
+        M[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor(
+            [[c, s], [-s, c]], dtype=F64
+        )
     torch.testing.assert_close(pe[: 80 - k] @ M.T, pe[k:])
     torch.testing.assert_close(M @ M.T, torch.eye(d, dtype=F64))
 
@@ -448,10 +567,17 @@ def test_rope_keeps_norm(d_half, seed):
 
 
 @settings(max_examples=25, deadline=None)
-@given(m=st.integers(0, 200), n=st.integers(0, 200), shift=st.integers(0, 500), seed=st.integers(0, 2**16))
+@given(
+    m=st.integers(0, 200),
+    n=st.integers(0, 200),
+    shift=st.integers(0, 500),
+    seed=st.integers(0, 2**16),
+)
 def test_rope_relative(m, n, shift, seed):
     q, k = rand(1, 1, 16, seed=seed), rand(1, 1, 16, seed=seed + 1)
-    score = lambda a, b: (tl.apply_rope(q, torch.tensor([a])) * tl.apply_rope(k, torch.tensor([b]))).sum()
+    score = lambda a, b: (
+        tl.apply_rope(q, torch.tensor([a])) * tl.apply_rope(k, torch.tensor([b]))
+    ).sum()
     torch.testing.assert_close(score(m, n), score(m + shift, n + shift))
 
 
@@ -459,7 +585,9 @@ def test_rope_matches_complex_rotation():
     x = rand(2, 6, 8)
     pos = torch.arange(6)
     theta = pos[:, None].double() * 10000 ** (-torch.arange(0, 8, 2, dtype=F64) / 8)
-    z = torch.view_as_complex(x.view(2, 6, 4, 2).contiguous()) * torch.polar(torch.ones_like(theta), theta)
+    z = torch.view_as_complex(x.view(2, 6, 4, 2).contiguous()) * torch.polar(
+        torch.ones_like(theta), theta
+    )
     torch.testing.assert_close(tl.apply_rope(x, pos), torch.view_as_real(z).flatten(-2))
 
 
@@ -480,24 +608,44 @@ def test_qk_feature_mismatch_names_shapes():
 
 def test_mask_that_cannot_broadcast_names_shapes():
     with pytest.raises(ValueError, match=r"\(3, 4\).*\(2, 5, 6\)"):
-        tl.scaled_dot_product_attention(rand(2, 5, 8), rand(2, 6, 8), rand(2, 6, 8), torch.ones(3, 4, dtype=torch.bool))
+        tl.scaled_dot_product_attention(
+            rand(2, 5, 8),
+            rand(2, 6, 8),
+            rand(2, 6, 8),
+            torch.ones(3, 4, dtype=torch.bool),
+        )
     # a mask that would broadcast the scores to a *bigger* shape is refused too (no silent batch blow-up)
     with pytest.raises(ValueError, match=r"\(4, 5, 6\).*\(2, 5, 6\)"):
-        tl.scaled_dot_product_attention(rand(2, 5, 8), rand(2, 6, 8), rand(2, 6, 8), torch.ones(4, 5, 6, dtype=torch.bool))
+        tl.scaled_dot_product_attention(
+            rand(2, 5, 8),
+            rand(2, 6, 8),
+            rand(2, 6, 8),
+            torch.ones(4, 5, 6, dtype=torch.bool),
+        )
     m = tl.MultiHeadAttention(8, 2)
     with pytest.raises(ValueError, match=r"\(5, 5\).*\(2, 2, 4, 4\)"):
-        m(torch.randn(2, 4, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 8), torch.ones(5, 5, dtype=torch.bool), need_weights=False)
+        m(
+            torch.randn(2, 4, 8),
+            torch.randn(2, 4, 8),
+            torch.randn(2, 4, 8),
+            torch.ones(5, 5, dtype=torch.bool),
+            need_weights=False,
+        )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.uint8])
 def test_non_bool_mask_is_refused_with_advice(dtype):
     with pytest.raises(TypeError, match=r"bool.*True = may attend"):
-        tl.scaled_dot_product_attention(rand(5, 8), rand(5, 8), rand(5, 8), torch.ones(5, 5, dtype=dtype))
+        tl.scaled_dot_product_attention(
+            rand(5, 8), rand(5, 8), rand(5, 8), torch.ones(5, 5, dtype=dtype)
+        )
 
 
 def test_other_bad_inputs_are_named():
     with pytest.raises(ValueError, match=r"d_model=8.*\(2, 4, 6\)"):
-        tl.MultiHeadAttention(8, 2)(torch.randn(2, 4, 6), torch.randn(2, 4, 6), torch.randn(2, 4, 6))
+        tl.MultiHeadAttention(8, 2)(
+            torch.randn(2, 4, 6), torch.randn(2, 4, 6), torch.randn(2, 4, 6)
+        )
     with pytest.raises(ValueError, match="d must be even"):
         tl.apply_rope(torch.randn(3, 5), torch.arange(3))
     with pytest.raises(ValueError, match=r"length.*T=5.*\[3, 9\]"):
@@ -520,6 +668,8 @@ def test_quiet_import():
         "assert before == after, (before, after)\n"
         "assert 'matplotlib' not in sys.modules and 'ipywidgets' not in sys.modules\n"
     )
-    r = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout == "" and r.stderr == ""

@@ -13,13 +13,11 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from urllib.parse import urlsplit
 from urllib.request import urlopen
 
 import nbformat
 import pytest
-
 from test_site import CHROMIUM, CHROMIUM_ARGS, SHOTS
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -35,7 +33,11 @@ def _free_port() -> int:
 def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.cells = [
         nbformat.v4.new_code_cell("from transformer_lib.viz import ch02_scale"),
         nbformat.v4.new_code_cell("ch02_scale.scale_explorer()"),
@@ -43,12 +45,29 @@ def lab(tmp_path_factory):
     nbformat.write(nb, root / "live.ipynb")
     port = _free_port()
     log = open(root / "lab.log", "w")  # the server's log, for a failing run
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter"), "JUPYTER_RUNTIME_DIR": str(root / ".rt")}
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
+        "JUPYTER_RUNTIME_DIR": str(root / ".rt"),
+    }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-         "--ServerApp.token=", "--ServerApp.password=", "--allow-root",
-         f"--ServerApp.root_dir={root}", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        stdout=log, stderr=subprocess.STDOUT, env=env,
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            "--ServerApp.token=",
+            "--ServerApp.password=",
+            "--allow-root",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
     )
     url = f"http://127.0.0.1:{port}"
     for _ in range(120):
@@ -101,7 +120,9 @@ def _run_and_toggle(page, lab: str) -> tuple[str | None, str | None]:
 
     page.goto(f"{lab}/lab/tree/live.ipynb")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    page.wait_for_selector(
+        ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000
+    )
     # Run both cells from the keyboard (select a cell, command mode, Ctrl+Enter). Keys sent before
     # the kernel's connection is up are dropped without a trace, so try again until outputs appear.
     prompts = page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt")
@@ -117,11 +138,15 @@ def _run_and_toggle(page, lab: str) -> tuple[str | None, str | None]:
         except PlaywrightTimeout:
             continue
     else:
-        raise AssertionError("the Explorer cell never showed a widget image in JupyterLab")
+        raise AssertionError(
+            "the Explorer cell never showed a widget image in JupyterLab"
+        )
     image = page.locator(".widget-image").first
     assert page.locator(".widget-hslider").count() == 1  # d_k
     assert page.locator(".widget-checkbox").count() == 1  # scale on/off
-    assert page.locator(".tl-explorer").count() == 0  # JupyterLab shows the widget, not the twin
+    assert (
+        page.locator(".tl-explorer").count() == 0
+    )  # JupyterLab shows the widget, not the twin
     before = image.get_attribute("src")
     page.locator(".widget-checkbox input").first.click()
     for _ in range(60):  # the kernel redraws and sends the new PNG back

@@ -52,7 +52,9 @@ def test_embedding_is_scaled_and_positioned():
     """X_0 = sqrt(d_model) E[x] + PE   (eq. embedding-scale)."""
     model = random_model()
     tokens = torch.tensor([[3, 5, 7]])
-    want = model.embed.weight[tokens] * 32**0.5 + tl.sinusoidal_positional_encoding(3, 32)
+    want = model.embed.weight[tokens] * 32**0.5 + tl.sinusoidal_positional_encoding(
+        3, 32
+    )
     assert_close(model.embed_tokens(tokens), want)
     assert_close(model.embed_tokens(tokens[:, 1:], start=1), want[:, 1:])
 
@@ -65,39 +67,70 @@ def test_forward_shapes_and_attention_maps(norm_first):
     assert logits.shape == (3, 5, 23)
     assert_close(model(src, tgt), logits)
     assert set(attn) == {"encoder", "decoder_self", "cross"}
-    shapes = {"encoder": (3, 4, 7, 7), "decoder_self": (3, 4, 5, 5), "cross": (3, 4, 5, 7)}
+    shapes = {
+        "encoder": (3, 4, 7, 7),
+        "decoder_self": (3, 4, 5, 5),
+        "cross": (3, 4, 5, 7),
+    }
     for stack, maps in attn.items():
         assert len(maps) == 2
         for w in maps:
             assert w.shape == shapes[stack]
             assert_close(w.sum(-1), torch.ones(shapes[stack][:-1]))
     upper = ~tl.causal_mask(5)
-    assert all((w[..., upper] == 0).all() for w in attn["decoder_self"])  # no peeking at the future
+    assert all(
+        (w[..., upper] == 0).all() for w in attn["decoder_self"]
+    )  # no peeking at the future
 
 
-@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # nn.Transformer's own note on Pre-LN
+@pytest.mark.filterwarnings(
+    "ignore:enable_nested_tensor is True"
+)  # nn.Transformer's own note on Pre-LN
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_matches_torch_nn_transformer(norm_first):
     """Our stacks equal nn.Transformer's with the same weights (embedding and W_out are ours on both sides)."""
-    tt = nn.Transformer(d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=64,
-                        dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    tt = nn.Transformer(
+        d_model=32,
+        nhead=4,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dim_feedforward=64,
+        dropout=0.0,
+        batch_first=True,
+        norm_first=norm_first,
+    ).eval()
     if norm_first:  # give the final LayerNorms non-trivial parameters
         for norm in (tt.encoder.norm, tt.decoder.norm):
             nn.init.normal_(norm.weight)
             nn.init.normal_(norm.bias)
     else:
-        tt.encoder.norm = tt.decoder.norm = None  # nn.Transformer adds them even to Post-LN stacks
+        tt.encoder.norm = tt.decoder.norm = (
+            None  # nn.Transformer adds them even to Post-LN stacks
+        )
     model = random_model(norm_first=norm_first).load_torch_layers(tt)
     src, tgt = torch.randint(2, 23, (2, 9)), torch.randint(2, 23, (2, 6))
     src_mask = tl.padding_mask([9, 6], 9)  # the second source is padded
-    theirs = model.out_proj(tt(model.embed_tokens(src), model.embed_tokens(tgt),
-                               tgt_mask=nn.Transformer.generate_square_subsequent_mask(6),
-                               src_key_padding_mask=~src_mask[:, 0, 0], memory_key_padding_mask=~src_mask[:, 0, 0]))
+    theirs = model.out_proj(
+        tt(
+            model.embed_tokens(src),
+            model.embed_tokens(tgt),
+            tgt_mask=nn.Transformer.generate_square_subsequent_mask(6),
+            src_key_padding_mask=~src_mask[:, 0, 0],
+            memory_key_padding_mask=~src_mask[:, 0, 0],
+        )
+    )
     assert_close(model(src, tgt, src_mask=src_mask), theirs, atol=1e-5, rtol=1e-4)
 
 
 def test_load_torch_layers_refuses_post_ln_with_final_norms():
-    tt = nn.Transformer(d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=64, batch_first=True)
+    tt = nn.Transformer(
+        d_model=32,
+        nhead=4,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dim_feedforward=64,
+        batch_first=True,
+    )
     with pytest.raises(ValueError, match="final LayerNorms"):
         random_model().load_torch_layers(tt)
 
@@ -112,8 +145,12 @@ def test_cached_and_uncached_decoding_agree(n_kv_heads, norm_first):
     src = torch.randint(2, 23, (3, 11))
     src_mask = tl.padding_mask([11, 8, 5], 11)
     for mask in (None, src_mask):
-        tok_c, log_c = model.generate(src, 30, use_cache=True, src_mask=mask, return_logits=True)
-        tok_u, log_u = model.generate(src, 30, use_cache=False, src_mask=mask, return_logits=True)
+        tok_c, log_c = model.generate(
+            src, 30, use_cache=True, src_mask=mask, return_logits=True
+        )
+        tok_u, log_u = model.generate(
+            src, 30, use_cache=False, src_mask=mask, return_logits=True
+        )
         assert tok_c.shape == (3, 30)
         assert torch.equal(tok_c, tok_u)
         assert_close(log_c, log_u, atol=1e-5, rtol=0)
@@ -125,7 +162,9 @@ def test_greedy_logits_are_teacher_forced_logits():
     src = torch.randint(2, 23, (2, 6))
     tokens, logits = model.generate(src, 8, return_logits=True)
     bos = torch.full((2, 1), model.cfg.bos_id)
-    assert_close(model(src, torch.cat([bos, tokens[:, :-1]], 1)), logits, atol=1e-5, rtol=0)
+    assert_close(
+        model(src, torch.cat([bos, tokens[:, :-1]], 1)), logits, atol=1e-5, rtol=0
+    )
     assert torch.equal(logits.argmax(-1), tokens)  # greedy (eq. greedy)
 
 
@@ -152,7 +191,11 @@ def test_prefill_several_tokens_at_once():
     full = model(src, tgt)
     for capacity in (None, 9):
         cache = model.init_cache(memory, capacity=capacity)
-        parts = [model.decode_step(tgt[:, :4], cache), model.decode_step(tgt[:, 4:5], cache), model.decode_step(tgt[:, 5:], cache)]
+        parts = [
+            model.decode_step(tgt[:, :4], cache),
+            model.decode_step(tgt[:, 4:5], cache),
+            model.decode_step(tgt[:, 5:], cache),
+        ]
         assert cache.length == 9
         assert_close(torch.cat(parts, 1), full, atol=1e-5, rtol=0)
 
@@ -160,7 +203,10 @@ def test_prefill_several_tokens_at_once():
 def test_preallocated_and_concatenated_caches_agree():
     model = random_model()
     memory = model.encode(torch.randint(2, 23, (2, 5)))
-    caches = [model.init_cache(memory, capacity=None), model.init_cache(memory, capacity=6)]
+    caches = [
+        model.init_cache(memory, capacity=None),
+        model.init_cache(memory, capacity=6),
+    ]
     tok = torch.full((2, 1), model.cfg.bos_id)
     for _ in range(6):
         out = [model.decode_step(tok, c) for c in caches]
@@ -177,10 +223,16 @@ def test_kv_cache_matches_cached_attention_step():
     cache = tl.KVCache(1, B, h_kv, d, capacity=5)
     ck = cv = torch.zeros(B, h_kv, 0, d)
     for _ in range(5):
-        q, k, v = torch.randn(B, h, 1, d), torch.randn(B, h_kv, 1, d), torch.randn(B, h_kv, 1, d)
+        q, k, v = (
+            torch.randn(B, h, 1, d),
+            torch.randn(B, h_kv, 1, d),
+            torch.randn(B, h_kv, 1, d),
+        )
         want, ck, cv = tl.cached_attention_step(q, k, v, ck, cv)
         K, V = cache.append(0, k, v)
-        got, _ = tl.scaled_dot_product_attention(q, tl.repeat_kv(K, h // h_kv), tl.repeat_kv(V, h // h_kv))
+        got, _ = tl.scaled_dot_product_attention(
+            q, tl.repeat_kv(K, h // h_kv), tl.repeat_kv(V, h // h_kv)
+        )
         assert_close(K, ck)
         assert_close(V, cv)
         assert_close(got, want)
@@ -191,7 +243,12 @@ def test_past_hidden_states_do_not_change_when_a_token_is_appended():
     model = random_model()
     src, tgt = torch.randint(2, 23, (2, 6)), torch.randint(2, 23, (2, 7))
     memory = model.encode(src)
-    assert_close(model.decode(tgt, memory)[:, :6], model.decode(tgt[:, :6], memory), atol=1e-6, rtol=0)
+    assert_close(
+        model.decode(tgt, memory)[:, :6],
+        model.decode(tgt[:, :6], memory),
+        atol=1e-6,
+        rtol=0,
+    )
 
 
 # -- memory ---------------------------------------------------------------------------------------
@@ -203,7 +260,9 @@ def test_cache_nbytes_match_the_formula(n_kv_heads, capacity):
     """Each cache tensor's nbytes = B h_kv T d_k s; all of them 2 L B h_kv (T + T_src) d_k s   (eq. kv-memory-total)."""
     model = random_model(n_kv_heads=n_kv_heads)
     cfg, B, T_src, T = model.cfg, 3, 9, 12
-    cache = model.init_cache(model.encode(torch.randint(2, 23, (B, T_src))), capacity=capacity)
+    cache = model.init_cache(
+        model.encode(torch.randint(2, 23, (B, T_src))), capacity=capacity
+    )
     tok = torch.full((B, 1), cfg.bos_id)
     with torch.no_grad():
         for _ in range(T):
@@ -216,15 +275,21 @@ def test_cache_nbytes_match_the_formula(n_kv_heads, capacity):
         for t in (cache.cross_k[layer], cache.cross_v[layer]):
             assert t.shape == (B, h_kv, T_src, cfg.d_head)
             assert t.nbytes == B * h_kv * T_src * cfg.d_head * 4
-    assert cache.nbytes() == tl.kv_cache_nbytes(cfg.n_layers, B, h_kv, T + T_src, cfg.d_head)
+    assert cache.nbytes() == tl.kv_cache_nbytes(
+        cfg.n_layers, B, h_kv, T + T_src, cfg.d_head
+    )
     assert cache.nbytes() == sum(t.nbytes for t in cache.tensors())
-    assert cache.allocated_nbytes() == cache.nbytes()  # a full preallocated buffer holds nothing more
+    assert (
+        cache.allocated_nbytes() == cache.nbytes()
+    )  # a full preallocated buffer holds nothing more
     per_layer_mha = model.decoder_layers[0].self_attn.kv_cache_bytes(B, T)
     assert tl.kv_cache_nbytes(1, B, h_kv, T, cfg.d_head) == per_layer_mha
 
 
 def test_gqa_cache_is_smaller_by_the_group_size():
-    sizes = {kv: tl.kv_cache_nbytes(6, 4, kv, 100, 64, torch.float16) for kv in (8, 2, 1)}
+    sizes = {
+        kv: tl.kv_cache_nbytes(6, 4, kv, 100, 64, torch.float16) for kv in (8, 2, 1)
+    }
     assert sizes[8] == 2 * 6 * 4 * 8 * 100 * 64 * 2
     assert sizes[8] // sizes[2] == 4 and sizes[8] // sizes[1] == 8
 
@@ -244,7 +309,9 @@ def test_unfilled_preallocation_is_counted_apart():
 def test_max_len_errors_name_the_numbers():
     model = random_model()  # max_len = 40
     src = torch.randint(2, 23, (1, 5))
-    with pytest.raises(ValueError, match=r"41 new tokens need 41 decoder positions.*max_len=40"):
+    with pytest.raises(
+        ValueError, match=r"41 new tokens need 41 decoder positions.*max_len=40"
+    ):
         model.generate(src, 41)
     with pytest.raises(ValueError, match=r"41 positions.*max_len=40"):
         model.generate(torch.randint(2, 23, (1, 41)), 3)
@@ -258,7 +325,9 @@ def test_max_len_errors_name_the_numbers():
 
 
 def test_generate_zero_tokens():
-    tokens, logits = random_model().generate(torch.randint(2, 23, (2, 4)), 0, return_logits=True)
+    tokens, logits = random_model().generate(
+        torch.randint(2, 23, (2, 4)), 0, return_logits=True
+    )
     assert tokens.shape == (2, 0) and logits.shape == (2, 0, 23)
 
 
@@ -267,15 +336,24 @@ def test_generate_zero_tokens():
 
 def test_decode_step_macs_by_hand():
     """d = 4, d_ff = 8, h = h_kv = 2, 1 layer, vocab 5, T_src = 3 (eq. decode-flops)."""
-    cfg = tl.TransformerConfig(vocab_size=5, d_model=4, n_heads=2, n_layers=1, d_ff=8, max_len=8)
+    cfg = tl.TransformerConfig(
+        vocab_size=5, d_model=4, n_heads=2, n_layers=1, d_ff=8, max_len=8
+    )
     # cached, t = 2: projections 4*16 + attention 2*2*4 + cross 2*16 + 2*3*4 + FFN 2*4*8 + W_out 4*5
     assert tl.decode_step_macs(cfg, 2, 3, use_cache=True) == 64 + 16 + 32 + 24 + 64 + 20
     # uncached, t = 2: two rows everywhere, 2 x 2 scores, and the memory's K, V again (2*3*4*4)
-    assert tl.decode_step_macs(cfg, 2, 3, use_cache=False) == 2 * 64 + 2 * 16 + 2 * 32 + 2 * 24 + 96 + 2 * 64 + 20
-    assert tl.decode_step_macs(cfg, 1, 3, True) + 96 == tl.decode_step_macs(cfg, 1, 3, False)  # one row: only the memory's K/V differ
+    assert (
+        tl.decode_step_macs(cfg, 2, 3, use_cache=False)
+        == 2 * 64 + 2 * 16 + 2 * 32 + 2 * 24 + 96 + 2 * 64 + 20
+    )
+    assert tl.decode_step_macs(cfg, 1, 3, True) + 96 == tl.decode_step_macs(
+        cfg, 1, 3, False
+    )  # one row: only the memory's K/V differ
     # the totals add the encoder on both paths, and the memory's K/V once with the cache
     enc = 3 * 64 + 2 * 9 * 4 + 3 * 64
-    assert tl.generate_macs(cfg, 3, 2, True) == enc + 96 + sum(tl.decode_step_macs(cfg, t, 3, True) for t in (1, 2))
+    assert tl.generate_macs(cfg, 3, 2, True) == enc + 96 + sum(
+        tl.decode_step_macs(cfg, t, 3, True) for t in (1, 2)
+    )
 
 
 def test_uncached_cost_grows_faster():
@@ -294,23 +372,40 @@ def test_reversal_batch():
     src, tgt_in, tgt_out = tasks.reversal_batch(50, 9, g)
     assert src.shape == tgt_in.shape == tgt_out.shape == (50, 9)
     assert torch.equal(tgt_out, src.flip(1))
-    assert (tgt_in[:, 0] == tasks.BOS_ID).all() and torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])
+    assert (tgt_in[:, 0] == tasks.BOS_ID).all() and torch.equal(
+        tgt_in[:, 1:], tgt_out[:, :-1]
+    )
     assert src.min() >= tasks.FIRST_SYMBOL and src.max() < 12  # never pad or BOS
-    assert torch.equal(tasks.reversal_batch(50, 9, torch.Generator().manual_seed(1))[0], src)  # seeded
+    assert torch.equal(
+        tasks.reversal_batch(50, 9, torch.Generator().manual_seed(1))[0], src
+    )  # seeded
 
 
 def test_train_and_test_splits_are_disjoint():
     g = torch.Generator().manual_seed(2)
     train = tasks.reversal_batch(500, 4, g, vocab_size=5, split="train")[0]
     test = tasks.reversal_batch(500, 4, g, vocab_size=5, split="test")[0]
-    assert not tasks.is_test_sequence(train).any() and tasks.is_test_sequence(test).all()
+    assert (
+        not tasks.is_test_sequence(train).any() and tasks.is_test_sequence(test).all()
+    )
     assert not {tuple(r) for r in train.tolist()} & {tuple(r) for r in test.tolist()}
-    share = tasks.is_test_sequence(tasks.reversal_batch(4000, 8, g)[0]).float().mean().item()
+    share = (
+        tasks.is_test_sequence(tasks.reversal_batch(4000, 8, g)[0])
+        .float()
+        .mean()
+        .item()
+    )
     assert 0.10 < share < 0.16  # about one sequence in eight is held out
 
 
 def test_token_labels():
-    assert tasks.token_labels(torch.tensor([0, 1, 2, 3, 11])) == ["<pad>", "<bos>", "a", "b", "j"]
+    assert tasks.token_labels(torch.tensor([0, 1, 2, 3, 11])) == [
+        "<pad>",
+        "<bos>",
+        "a",
+        "b",
+        "j",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -318,7 +413,9 @@ def trained():
     """One run of train_reversal with the default seed, shared by the tests below."""
     rng_before, threads_before = torch.get_rng_state(), torch.get_num_threads()
     model, history = tasks.train_reversal()
-    assert torch.equal(torch.get_rng_state(), rng_before), "train_reversal changed the global RNG state"
+    assert torch.equal(torch.get_rng_state(), rng_before), (
+        "train_reversal changed the global RNG state"
+    )
     assert torch.get_num_threads() == threads_before
     return model, history
 
@@ -327,9 +424,13 @@ def test_train_reversal_reverses_unseen_sequences(trained):
     model, history = trained
     assert len(history["loss"]) == len(history["accuracy"]) == len(history["lr"]) == 300
     assert history["loss"][-1] < 0.1 * history["loss"][0]
-    assert history["cpu_seconds"] < 60  # CPU time: other jobs on a shared machine do not inflate it
+    assert (
+        history["cpu_seconds"] < 60
+    )  # CPU time: other jobs on a shared machine do not inflate it
     assert history["test_accuracy"] >= 0.99
-    src = tasks.reversal_batch(500, 8, torch.Generator().manual_seed(123), split="test")[0]  # never trained on
+    src = tasks.reversal_batch(
+        500, 8, torch.Generator().manual_seed(123), split="test"
+    )[0]  # never trained on
     pred = model.generate(src, src.size(1))
     assert (pred == src.flip(1)).float().mean().item() >= 0.99
 
@@ -337,9 +438,13 @@ def test_train_reversal_reverses_unseen_sequences(trained):
 def test_a_cross_attention_head_reads_the_mirrored_position(trained):
     """In at least one cross-attention head, >= 90% of output positions attend most to input T - 1 - i."""
     model, _ = trained
-    src, tgt_in, _ = tasks.reversal_batch(200, 8, torch.Generator().manual_seed(7), split="test")
+    src, tgt_in, _ = tasks.reversal_batch(
+        200, 8, torch.Generator().manual_seed(7), split="test"
+    )
     _, attn = model(src, tgt_in, return_attention=True)
-    fractions = torch.stack([tasks.antidiagonal_fraction(w) for w in attn["cross"]])  # (layers, heads)
+    fractions = torch.stack(
+        [tasks.antidiagonal_fraction(w) for w in attn["cross"]]
+    )  # (layers, heads)
     assert fractions.shape == (2, 4)
     assert fractions.max().item() >= 0.9, fractions
 
@@ -348,4 +453,7 @@ def test_antidiagonal_fraction_of_a_perfect_mirror():
     T = 5
     mirror = torch.eye(T).flip(1).expand(2, 3, T, T)
     assert torch.equal(tasks.antidiagonal_fraction(mirror), torch.ones(3))
-    assert torch.equal(tasks.antidiagonal_fraction(torch.eye(T).expand(1, 1, T, T)), torch.tensor([1 / T]))  # centre only
+    assert torch.equal(
+        tasks.antidiagonal_fraction(torch.eye(T).expand(1, 1, T, T)),
+        torch.tensor([1 / T]),
+    )  # centre only

@@ -31,7 +31,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-BOOK = Path(os.environ.get("TL_BOOK_DIR", ROOT))  # the sources (_toc.yml, _config.yml, notebooks) of SITE
+BOOK = Path(
+    os.environ.get("TL_BOOK_DIR", ROOT)
+)  # the sources (_toc.yml, _config.yml, notebooks) of SITE
 SITE = Path(os.environ.get("TL_SITE_DIR", BOOK / "_build" / "html"))
 SHOTS = ROOT / "_build" / "screenshots"
 REPORT = ROOT / "_build" / "site-report.md"
@@ -44,7 +46,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-PAGE_BUDGET = 2 * 1024 * 1024  # a page's own content (not the shared theme and MathJax under _static/)
+PAGE_BUDGET = (
+    2 * 1024 * 1024
+)  # a page's own content (not the shared theme and MathJax under _static/)
 SAVE_ALL_SHOTS = os.environ.get("TL_SITE_SHOTS") == "1"
 
 # What a reader sees when a notebook output could not be rendered without a kernel.
@@ -55,7 +59,9 @@ DEAD_WIDGET_TEXT = re.compile(
     r"<[\w.]+ (?:object )?at 0x[0-9a-fA-F]+>"  # a bare object repr, e.g. <torch._C.Generator at 0x7f...>
 )
 # TeX that MathJax should have typeset but did not.
-RAW_MATH = re.compile(r"\\\[|\\\]|\$\$|\\frac|\\\(|\\sqrt\{|\\mathrm\{|\\top\b|\\begin\{")
+RAW_MATH = re.compile(
+    r"\\\[|\\\]|\$\$|\\frac|\\\(|\\sqrt\{|\\mathrm\{|\\top\b|\\begin\{"
+)
 
 
 def _toc_pages() -> list[str]:
@@ -105,7 +111,9 @@ class _CountingHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def site() -> Path:
     if not (SITE / "index.html").is_file():
-        pytest.fail(f"No built site at {SITE}: run `make book` first (make test builds it before this test).")
+        pytest.fail(
+            f"No built site at {SITE}: run `make book` first (make test builds it before this test)."
+        )
     missing = [p for p in PAGES if not (SITE / p).is_file()]
     assert not missing, f"pages listed in _toc.yml but not built: {missing}"
     return SITE
@@ -125,9 +133,13 @@ def server(site):
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in requirements.txt")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is in requirements.txt"
+    )
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium fonts-noto-cjk)")
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium fonts-noto-cjk)"
+        )
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
@@ -136,7 +148,9 @@ def browser():
 
 @pytest.fixture(scope="module")
 def context(browser):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1, locale="en-US")
+    ctx = browser.new_context(
+        viewport={"width": 1280, "height": 900}, device_scale_factor=1, locale="en-US"
+    )
     ctx.set_default_timeout(20_000)
     yield ctx
     ctx.close()
@@ -161,13 +175,26 @@ class Visit:
                 r.abort()
 
         self.page.route("**/*", route)
-        self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.console_errors.append(f"uncaught: {e}"))
+        self.page.on(
+            "console",
+            lambda m: m.type == "error" and self.console_errors.append(m.text),
+        )
+        self.page.on(
+            "pageerror", lambda e: self.console_errors.append(f"uncaught: {e}")
+        )
         self.page.on(
             "requestfailed",
-            lambda r: urlsplit(r.url).netloc == origin and self.failed.append(f"{r.url} ({r.failure})"),
+            lambda r: (
+                urlsplit(r.url).netloc == origin
+                and self.failed.append(f"{r.url} ({r.failure})")
+            ),
         )
-        self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url} -> HTTP {r.status}"))
+        self.page.on(
+            "response",
+            lambda r: (
+                r.status >= 400 and self.failed.append(f"{r.url} -> HTTP {r.status}")
+            ),
+        )
         _CountingHandler.served.clear()
         t0 = time.perf_counter()
         self.page.goto(f"{base}/{path}", wait_until="load")
@@ -187,7 +214,11 @@ class Visit:
     @property
     def bytes_own(self) -> int:
         """The page's own content: everything but the shared theme/MathJax files and the search index."""
-        return sum(n for p, n in self.served if not p.startswith("/_static/") and p != "/searchindex.js")
+        return sum(
+            n
+            for p, n in self.served
+            if not p.startswith("/_static/") and p != "/searchindex.js"
+        )
 
     def shot(self, name: str) -> Path:
         SHOTS.mkdir(parents=True, exist_ok=True)
@@ -315,21 +346,40 @@ def _check_explorers(visit: Visit) -> list[str]:
             for m in (m for m in range(n) if m != j and not works):
                 kind_m, _ = _kind(controls.nth(m))
                 _change_control(controls.nth(m), kind_m, 0, initial[m])
-                works = _moves_picture(figure, controls.nth(j), initial[j], figure.screenshot())
+                works = _moves_picture(
+                    figure, controls.nth(j), initial[j], figure.screenshot()
+                )
                 ex.evaluate(RESET_CONTROLS_JS, initial)
             if not works:
                 SHOTS.mkdir(parents=True, exist_ok=True)
-                (SHOTS / re.sub(r"[^\w.-]+", "_", f"{visit.path}-figure{i + 1}-control{j + 1}.png")).write_bytes(shown)
+                (
+                    SHOTS
+                    / re.sub(
+                        r"[^\w.-]+",
+                        "_",
+                        f"{visit.path}-figure{i + 1}-control{j + 1}.png",
+                    )
+                ).write_bytes(shown)
                 kind, _ = _kind(controls.nth(j))
-                problems.append(f"figure {i + 1}, control {j + 1} ({kind}): changing it never changes the figure")
+                problems.append(
+                    f"figure {i + 1}, control {j + 1} ({kind}): changing it never changes the figure"
+                )
         # Hover: point at the middle of the first heatmap, expect a read-out with its value.
         box = ex.evaluate(HOVER_BOX_JS)
         if box:
             r = figure.bounding_box()
-            page.mouse.move(r["x"] + (box[0] + box[2] * 0.5) * r["width"], r["y"] + (box[1] + box[3] * 0.5) * r["height"])
+            page.mouse.move(
+                r["x"] + (box[0] + box[2] * 0.5) * r["width"],
+                r["y"] + (box[1] + box[3] * 0.5) * r["height"],
+            )
             tip = ex.locator(".tl-hover")
-            if not (tip.is_visible() and re.search(r": (-?[\d.e+-]+|masked)$", tip.inner_text())):
-                problems.append(f"figure {i + 1}: hovering a heatmap cell shows no value")
+            if not (
+                tip.is_visible()
+                and re.search(r": (-?[\d.e+-]+|masked)$", tip.inner_text())
+            ):
+                problems.append(
+                    f"figure {i + 1}: hovering a heatmap cell shows no value"
+                )
             page.mouse.move(0, 0)
     return problems
 
@@ -346,7 +396,9 @@ MARK_CJK_JS = r"""() => {
   }
   return n;
 }"""
-CJK_FONT = re.compile(r"CJK|Han Sans|Noto Sans [ST]C|Hei|Song|Ming|PingFang|YaHei|WenQuanYi")
+CJK_FONT = re.compile(
+    r"CJK|Han Sans|Noto Sans [ST]C|Hei|Song|Ming|PingFang|YaHei|WenQuanYi"
+)
 
 
 def _cjk_fonts(visit: Visit) -> list[dict[str, int]]:
@@ -359,7 +411,9 @@ def _cjk_fonts(visit: Visit) -> list[dict[str, int]]:
         cdp.send("CSS.enable")
         root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
         found = []
-        for node in cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": "[data-tl-cjk]"})["nodeIds"]:
+        for node in cdp.send(
+            "DOM.querySelectorAll", {"nodeId": root, "selector": "[data-tl-cjk]"}
+        )["nodeIds"]:
             fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
             found.append({f["familyName"]: f["glyphCount"] for f in fonts})
         return found
@@ -374,29 +428,47 @@ def test_page_works_offline(context, server, path):
         audit = visit.page.evaluate(AUDIT_JS)
         problems = []
         if visit.blocked:
-            problems.append(f"{len(visit.blocked)} requests to other hosts: {sorted(set(visit.blocked))[:5]}")
+            problems.append(
+                f"{len(visit.blocked)} requests to other hosts: {sorted(set(visit.blocked))[:5]}"
+            )
         if visit.failed:
             problems.append(f"{len(visit.failed)} failed requests: {visit.failed[:5]}")
         if visit.console_errors:
-            problems.append(f"{len(visit.console_errors)} console errors: {visit.console_errors[:5]}")
+            problems.append(
+                f"{len(visit.console_errors)} console errors: {visit.console_errors[:5]}"
+            )
         if audit["broken"]:
-            problems.append(f"{len(audit['broken'])} images did not load: {audit['broken'][:3]}")
+            problems.append(
+                f"{len(audit['broken'])} images did not load: {audit['broken'][:3]}"
+            )
         for m in list(RAW_MATH.finditer(audit["prose"]))[:3]:
-            problems.append(f"raw TeX on the page: ...{_context_around(audit['prose'], m)}...")
+            problems.append(
+                f"raw TeX on the page: ...{_context_around(audit['prose'], m)}..."
+            )
         if audit["untypeset"]:
-            problems.append(f"{len(audit['untypeset'])} math elements not typeset: {audit['untypeset'][:3]}")
+            problems.append(
+                f"{len(audit['untypeset'])} math elements not typeset: {audit['untypeset'][:3]}"
+            )
         if audit["mjx_errors"]:
             problems.append(f"MathJax errors: {audit['mjx_errors'][:3]}")
         for m in list(DEAD_WIDGET_TEXT.finditer(audit["outputs"]))[:3]:
-            problems.append(f"dead widget text: ...{_context_around(audit['outputs'], m)}...")
+            problems.append(
+                f"dead widget text: ...{_context_around(audit['outputs'], m)}..."
+            )
         if audit["widget_views"]:
-            problems.append(f"{audit['widget_views']} live-widget views that need a kernel")
+            problems.append(
+                f"{audit['widget_views']} live-widget views that need a kernel"
+            )
         if visit.bytes_own > PAGE_BUDGET:
-            problems.append(f"page's own content is {visit.bytes_own / 1e6:.2f} MB (> 2 MB)")
+            problems.append(
+                f"page's own content is {visit.bytes_own / 1e6:.2f} MB (> 2 MB)"
+            )
         cjk = _cjk_fonts(visit)
         for fonts in cjk:
             if not any(CJK_FONT.search(name) for name in fonts):
-                problems.append(f"Chinese text drawn with {fonts}: no CJK font, the reader sees boxes")
+                problems.append(
+                    f"Chinese text drawn with {fonts}: no CJK font, the reader sees boxes"
+                )
         problems += _check_explorers(visit)
         RESULTS[path] = {
             "title": audit["title"],
@@ -436,12 +508,16 @@ def test_promised_interactive_figures_are_on_the_site(site, path):
     if path.endswith("11_toy_model.html") and "PLACEHOLDER" in html:
         pytest.skip("the toy-model chapter has not landed yet")
     n = html.count('class="tl-explorer"')
-    assert n >= 1, f"{path} has no kernel-free interactive figure for {REQUIRED_FIGURES[path]}"
+    assert n >= 1, (
+        f"{path} has no kernel-free interactive figure for {REQUIRED_FIGURES[path]}"
+    )
 
 
 def test_math_is_typeset_by_the_sites_own_mathjax(context, server):
     """At least one page has math, and it is MathJax 3 from _static/mathjax that typesets it."""
-    with_math = [p for p in PAGES if "mathjax" in (SITE / p).read_text(encoding="utf-8")]
+    with_math = [
+        p for p in PAGES if "mathjax" in (SITE / p).read_text(encoding="utf-8")
+    ]
     assert with_math, "no page loads MathJax: is there no math in the book?"
     visit = Visit(context, server, with_math[0])
     try:
@@ -488,8 +564,12 @@ def test_chinese_text_uses_a_cjk_font(context, server):
         fonts = _cjk_fonts(visit)
         assert fonts, f"{glossary[0]} has no Chinese text"
         for used in fonts:
-            assert any(CJK_FONT.search(name) for name in used), f"Chinese text drawn with {used} (tofu?)"
-        family = visit.page.evaluate("() => getComputedStyle(document.querySelector('[data-tl-cjk]')).fontFamily")
+            assert any(CJK_FONT.search(name) for name in used), (
+                f"Chinese text drawn with {used} (tofu?)"
+            )
+        family = visit.page.evaluate(
+            "() => getComputedStyle(document.querySelector('[data-tl-cjk]')).fontFamily"
+        )
         assert "Noto Sans CJK SC" in family, family
     except Exception:
         visit.shot("cjk")
@@ -498,7 +578,11 @@ def test_chinese_text_uses_a_cjk_font(context, server):
         visit.close()
     # The site's CSS names CJK fonts for readers whose system has other ones.
     css = (SITE / "_static" / "tl-site.css").read_text(encoding="utf-8")
-    assert '"Noto Sans CJK SC"' in css and '"Noto Sans CJK TC"' in css and ":lang(zh" in css
+    assert (
+        '"Noto Sans CJK SC"' in css
+        and '"Noto Sans CJK TC"' in css
+        and ":lang(zh" in css
+    )
 
 
 def test_launch_and_download_buttons(site):
@@ -511,8 +595,12 @@ def test_launch_and_download_buttons(site):
     for path in notebooks:
         html = (site / path).read_text(encoding="utf-8")
         nb = path.replace(".html", ".ipynb")
-        assert f"mybinder.org/v2/gh/{owner_repo}/" in html and nb in html, f"{path}: no Binder button"
-        assert f"colab.research.google.com/github/{owner_repo}/blob/" in html, f"{path}: no Colab button"
+        assert f"mybinder.org/v2/gh/{owner_repo}/" in html and nb in html, (
+            f"{path}: no Binder button"
+        )
+        assert f"colab.research.google.com/github/{owner_repo}/blob/" in html, (
+            f"{path}: no Colab button"
+        )
         download = re.search(r'href="([^"]*_sources/[^"]*\.ipynb)"', html)
         assert download, f"{path}: no download-.ipynb button"
         target = (site / Path(path).parent / download.group(1)).resolve()
@@ -521,7 +609,9 @@ def test_launch_and_download_buttons(site):
 
 def test_notebooks_install_the_library_when_missing():
     """In Colab (no transformer_lib), each chapter's first code cell installs the library from the repository."""
-    repo = yaml.safe_load((BOOK / "_config.yml").read_text())["repository"]["url"].rstrip("/")
+    repo = yaml.safe_load((BOOK / "_config.yml").read_text())["repository"][
+        "url"
+    ].rstrip("/")
     for path in _notebook_sources():
         nb = json.loads(path.read_text(encoding="utf-8"))
         code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
@@ -529,7 +619,11 @@ def test_notebooks_install_the_library_when_missing():
         if not code or "transformer_lib" not in text or "PLACEHOLDER" in text:
             continue  # a page that does not use the library (or is not written yet) needs no install
         first = code[0]
-        assert "except ImportError" in first and "%pip install" in first and f"git+{repo}" in first, (
+        assert (
+            "except ImportError" in first
+            and "%pip install" in first
+            and f"git+{repo}" in first
+        ), (
             f"{path.name}: first code cell does not install transformer_lib when it is missing"
         )
 
@@ -544,8 +638,12 @@ def test_binder_environment():
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
     assert any(re.fullmatch(r"torch==[\d.]+\+cpu", ln) for ln in lines), lines
     for pkg in ("numpy", "matplotlib", "ipywidgets"):
-        assert any(ln.startswith(pkg) for ln in lines), f"binder/requirements.txt lacks {pkg}"
-    assert "-e ." in lines, "binder/requirements.txt must install the repository's own library"
+        assert any(ln.startswith(pkg) for ln in lines), (
+            f"binder/requirements.txt lacks {pkg}"
+        )
+    assert "-e ." in lines, (
+        "binder/requirements.txt must install the repository's own library"
+    )
     runtime = (ROOT / "binder" / "runtime.txt").read_text().strip()
     assert re.fullmatch(r"python-3\.\d+", runtime), runtime
 
@@ -556,12 +654,19 @@ def test_deploy_workflow_is_the_same_build():
     steps = [s for job in wf["jobs"].values() for s in job.get("steps", [])]
     runs = " ".join(s.get("run", "") for s in steps)
     assert re.search(r"\bmake book\b", runs), runs
-    uploads = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-pages-artifact")]
+    uploads = [
+        s
+        for s in steps
+        if str(s.get("uses", "")).startswith("actions/upload-pages-artifact")
+    ]
     assert uploads and uploads[0]["with"]["path"] == "_build/html"
     assert any(str(s.get("uses", "")).startswith("actions/deploy-pages") for s in steps)
     triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on:` key as True
     assert "push" in triggers and "workflow_dispatch" in triggers
-    assert wf["permissions"]["pages"] == "write" and wf["permissions"]["id-token"] == "write"
+    assert (
+        wf["permissions"]["pages"] == "write"
+        and wf["permissions"]["id-token"] == "write"
+    )
 
 
 def test_report():

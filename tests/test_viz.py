@@ -16,11 +16,17 @@ def _draw(fig, T, temperature, causal):
         s = np.where(np.tril(np.ones((T, T), bool)), s, -np.inf)
     w = np.exp(s - s.max(1, keepdims=True))
     w /= w.sum(1, keepdims=True)
-    return heatmap(ax, w, [f"t{i}" for i in range(T)], [f"t{i}" for i in range(T)], title="weights")
+    return heatmap(
+        ax, w, [f"t{i}" for i in range(T)], [f"t{i}" for i in range(T)], title="weights"
+    )
 
 
 def make():
-    return Explorer(_draw, {"T": [3, 5], "temperature": [0.5, 1.0, 2.0], "causal": [False, True]}, defaults={"temperature": 1.0})
+    return Explorer(
+        _draw,
+        {"T": [3, 5], "temperature": [0.5, 1.0, 2.0], "causal": [False, True]},
+        defaults={"temperature": 1.0},
+    )
 
 
 def test_update_changes_the_picture():
@@ -33,7 +39,11 @@ def test_update_changes_the_picture():
 def test_static_twin_has_every_frame_and_hover_values():
     e = make()
     html = e.to_html()
-    frames = json.loads(re.search(r'<script type="application/json" class="tl-frames">(.*?)</script>', html).group(1))
+    frames = json.loads(
+        re.search(
+            r'<script type="application/json" class="tl-frames">(.*?)</script>', html
+        ).group(1)
+    )
     assert len(frames) == 2 * 3 * 2
     hover = frames["1,1,1"]["hover"][0]
     assert hover["r"] == ["t0", "t1", "t2", "t3", "t4"] and len(hover["v"]) == 5

@@ -18,6 +18,7 @@ convention of ``F.scaled_dot_product_attention``. Plotting and widgets live in
 ipywidgets.
 """
 
+from . import tasks
 from .attention import (
     attention_scores,
     fused_attention,
@@ -29,10 +30,9 @@ from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .kv_cache import KVCache, cached_attention_step, kv_cache_nbytes, time_decoding
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask, key_padding_to_attend, padding_mask
+from .model import Transformer, TransformerConfig, decode_step_macs, generate_macs
 from .norm import LayerNorm, layer_norm, layer_norm_article
 from .positional import apply_rope, rope_angles, sinusoidal_positional_encoding
-from .model import Transformer, TransformerConfig, decode_step_macs, generate_macs
-from . import tasks
 
 __all__ = [
     "softmax",

@@ -156,7 +156,7 @@ class MultiHeadAttention(nn.Module):
             )
 
     @classmethod
-    def from_torch(cls, m: nn.MultiheadAttention) -> "MultiHeadAttention":
+    def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:
         """Copy the weights of an ``nn.MultiheadAttention``
         (use ``batch_first=True`` to compare outputs)."""
         if not m._qkv_same_embed_dim:

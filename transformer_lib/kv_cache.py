@@ -72,7 +72,12 @@ def kv_cache_nbytes(
     n_heads / n_kv_heads.
     """
     return (
-        2 * n_layers * batch * n_kv_heads * T * d_head
+        2
+        * n_layers
+        * batch
+        * n_kv_heads
+        * T
+        * d_head
         * torch.empty((), dtype=dtype).element_size()
     )
 

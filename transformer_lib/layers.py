@@ -95,7 +95,7 @@ class EncoderLayer(nn.Module):
         return (x, weights[0]) if need_weights else x
 
     @classmethod
-    def from_torch(cls, layer: nn.TransformerEncoderLayer) -> "EncoderLayer":
+    def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
         """Copy an ``nn.TransformerEncoderLayer``
         (compare outputs with ``batch_first=True``)."""
         # before copying: no float32 round trip
@@ -179,7 +179,7 @@ class DecoderLayer(nn.Module):
         return (y, weights[0], weights[1]) if need_weights else y
 
     @classmethod
-    def from_torch(cls, layer: nn.TransformerDecoderLayer) -> "DecoderLayer":
+    def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
         """Copy an ``nn.TransformerDecoderLayer``
         (compare outputs with ``batch_first=True``)."""
         # before copying: no float32 round trip

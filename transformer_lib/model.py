@@ -11,8 +11,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 import torch.nn as nn
@@ -357,7 +357,7 @@ class Transformer(nn.Module):
         return tokens, logits
 
     # -- PyTorch ----------------------------------------------------------------------
-    def load_torch_layers(self, tt: nn.Transformer) -> "Transformer":
+    def load_torch_layers(self, tt: nn.Transformer) -> Transformer:
         """Copy the encoder and decoder layers of an ``nn.Transformer``
         (``batch_first=True``) into this model.
 
@@ -464,6 +464,8 @@ def generate_macs(
         + T_src * 2 * d * cfg.d_ff
     )
     cross_kv = cfg.n_layers * 2 * T_src * d * d_kv if use_cache else 0
-    return encoder + cross_kv + sum(
-        decode_step_macs(cfg, t, T_src, use_cache) for t in range(1, n_new + 1)
+    return (
+        encoder
+        + cross_kv
+        + sum(decode_step_macs(cfg, t, T_src, use_cache) for t in range(1, n_new + 1))
     )

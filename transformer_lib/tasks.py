@@ -167,8 +167,10 @@ def train_reversal(
     def lr_at(step: int) -> float:
         if step < warmup:
             return lr * (step + 1) / warmup
-        return lr * 0.5 * (
-            1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup))
+        return (
+            lr
+            * 0.5
+            * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
         )
 
     history: dict = {"loss": [], "accuracy": [], "lr": []}

@@ -35,8 +35,12 @@ def _is_remote(url: str) -> bool:
     return url.startswith(("http://", "https://", "//"))
 
 
-def tidy_page_assets(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    thebe_on = bool((app.config.html_theme_options or {}).get("launch_buttons", {}).get("thebe"))
+def tidy_page_assets(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree
+) -> None:
+    thebe_on = bool(
+        (app.config.html_theme_options or {}).get("launch_buttons", {}).get("thebe")
+    )
     scripts, seen = [], set()
     for js in context.get("script_files", []):
         attrs = _attrs(js)
@@ -45,7 +49,9 @@ def tidy_page_assets(app: Sphinx, pagename: str, templatename: str, context: dic
             continue
         seen.add(key)
         body = str(attrs.get("body", ""))
-        if not thebe_on and ("THEBE_JS_URL" in body or _filename(js).endswith("sphinx-thebe.js")):
+        if not thebe_on and (
+            "THEBE_JS_URL" in body or _filename(js).endswith("sphinx-thebe.js")
+        ):
             continue
         if attrs.get("type") == WIDGET_STATE:
             continue
@@ -54,10 +60,14 @@ def tidy_page_assets(app: Sphinx, pagename: str, templatename: str, context: dic
     for asset in list(scripts) + list(context.get("css_files", [])):
         if _is_remote(_filename(asset)):
             logger.warning(
-                "page %s loads %s from another host; the site must be self-contained", pagename, _filename(asset)
+                "page %s loads %s from another host; the site must be self-contained",
+                pagename,
+                _filename(asset),
             )
 
 
 def setup(app: Sphinx) -> dict:
-    app.connect("html-page-context", tidy_page_assets, priority=900)  # after myst-nb and the themes
+    app.connect(
+        "html-page-context", tidy_page_assets, priority=900
+    )  # after myst-nb and the themes
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Callable
+from collections.abc import Callable
 
 from .explorer import Explorer, HoverGrid, figure, heatmap, show_source
 

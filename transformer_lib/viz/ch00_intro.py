@@ -27,9 +27,19 @@ def draw_heads(fig, head: str = "previous word", causal: bool = False) -> HoverG
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.13, right=0.86, bottom=0.17, top=0.9)
     T = len(WORDS)
-    masked = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else None  # each word's future
-    grid = heatmap(ax, weights.numpy(), WORDS, WORDS, colorbar="light", annotate="rowmax", masked=masked,
-                   title=f"head: {head}" + (" (causal mask)" if causal else ""))
+    masked = (
+        np.triu(np.ones((T, T), dtype=bool), k=1) if causal else None
+    )  # each word's future
+    grid = heatmap(
+        ax,
+        weights.numpy(),
+        WORDS,
+        WORDS,
+        colorbar="light",
+        annotate="rowmax",
+        masked=masked,
+        title=f"head: {head}" + (" (causal mask)" if causal else ""),
+    )
     return grid
 
 
@@ -63,15 +73,31 @@ def draw_pipeline(ax) -> None:
     left, spans = 0.0, []
     for label, formula, chapter, w in boxes:
         x = left + w / 2
-        ax.add_patch(FancyBboxPatch((left, 0.3), w, 0.4, boxstyle="round,pad=0.005", fc="#eef3fb", ec="#4a6fa5"))
+        ax.add_patch(
+            FancyBboxPatch(
+                (left, 0.3),
+                w,
+                0.4,
+                boxstyle="round,pad=0.005",
+                fc="#eef3fb",
+                ec="#4a6fa5",
+            )
+        )
         ax.text(x, 0.6, label, ha="center", va="center", fontsize=9, weight="bold")
         ax.text(x, 0.43, formula, ha="center", va="center", fontsize=8)
         ax.text(x, 0.16, chapter, ha="center", va="center", fontsize=8, color="#4a6fa5")
         spans.append((left, left + w))
         left += w + gap
     for (_, end0), (start1, _) in zip(spans, spans[1:]):
-        ax.add_patch(FancyArrowPatch((end0 + 0.004, 0.5), (start1 - 0.004, 0.5), arrowstyle="-|>",
-                                     mutation_scale=10, color="#4a6fa5"))
+        ax.add_patch(
+            FancyArrowPatch(
+                (end0 + 0.004, 0.5),
+                (start1 - 0.004, 0.5),
+                arrowstyle="-|>",
+                mutation_scale=10,
+                color="#4a6fa5",
+            )
+        )
 
 
 EXPLORERS = {"heads": heads_explorer}

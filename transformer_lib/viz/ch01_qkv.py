@@ -8,7 +8,6 @@ token asks lives in a hand-set ``W_Q`` (eq. q, eq. k), and ``W_V`` hands over th
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 import transformer_lib as tl
@@ -18,9 +17,18 @@ from .explorer import Explorer, HoverGrid, heatmap
 WORDS = ["the", "cat", "sat", "on", "the", "mat"]
 KINDS = ["article", "noun", "verb", "prep."]
 KIND_OF = [0, 1, 2, 3, 0, 1]  # the kind of each word of WORDS
-FEATURES = KINDS + [f"pos {i}" for i in range(len(WORDS))]  # the d_model = 10 input features
+FEATURES = KINDS + [
+    f"pos {i}" for i in range(len(WORDS))
+]  # the d_model = 10 input features
 
-RULES = ["itself", "the previous word", "the next word", "the first word", "a noun", "its own kind"]
+RULES = [
+    "itself",
+    "the previous word",
+    "the next word",
+    "the first word",
+    "a noun",
+    "its own kind",
+]
 BETAS = [0, 1, 2, 4, 8]
 
 
@@ -47,7 +55,9 @@ def query_weights(rule: str, beta: float = 1.0) -> torch.Tensor:
         if rule == "itself":
             W[pos(i), pos(i)] = 1.0
         elif rule == "the previous word":
-            W[pos(i), pos(max(i - 1, 0))] = 1.0  # the first word has none: it looks at itself
+            W[pos(i), pos(max(i - 1, 0))] = (
+                1.0  # the first word has none: it looks at itself
+            )
         elif rule == "the next word":
             W[pos(i), pos(min(i + 1, T - 1))] = 1.0  # the last word looks at itself
         elif rule == "the first word":
@@ -74,13 +84,17 @@ def value_weights() -> torch.Tensor:
     return W
 
 
-def lookup(rule: str, beta: float, causal: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def lookup(
+    rule: str, beta: float, causal: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(weights (T, T), retrieved values Z (T, d_v)) for one hand-built head.
 
     Scores are q_i . k_j without the 1/sqrt(d_k) of chapter 2, so a perfect match scores beta.
     """
     X = sentence_embeddings()  # (T, d_model)
-    Q = X @ query_weights(rule, beta)  # (T, d_model) @ (d_model, d_k) -> (T, d_k)   eq. q
+    Q = X @ query_weights(
+        rule, beta
+    )  # (T, d_model) @ (d_model, d_k) -> (T, d_k)   eq. q
     K = X @ key_weights()  # (T, d_k)   eq. k
     V = X @ value_weights()  # (T, d_v)   eq. v
     scores = tl.attention_scores(Q, K, scale=False)  # (T, T) = Q K^T
@@ -95,8 +109,15 @@ def draw_lookup(fig, rule: str = "the previous word", beta: float = 4) -> HoverG
     weights, _ = lookup(rule, beta)
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.13, right=0.86, bottom=0.17, top=0.9)
-    grid = heatmap(ax, weights.numpy(), WORDS, WORDS, colorbar="light", annotate="rowmax",
-                   title=f"each word looks for {rule} (\u03b2 = {beta:g})")
+    grid = heatmap(
+        ax,
+        weights.numpy(),
+        WORDS,
+        WORDS,
+        colorbar="light",
+        annotate="rowmax",
+        title=f"each word looks for {rule} (\u03b2 = {beta:g})",
+    )
     return grid
 
 

@@ -44,15 +44,24 @@ def build_mask(T: int, causal: bool, padding: str, length: int) -> torch.Tensor:
     return allowed
 
 
-def masked_weights(scores: torch.Tensor, allowed: torch.Tensor, order: str) -> torch.Tensor:
+def masked_weights(
+    scores: torch.Tensor, allowed: torch.Tensor, order: str
+) -> torch.Tensor:
     """Attention weights, the mask applied before the softmax (right) or after it (wrong)."""
     if order == "before softmax":  # eq. masked-scores
         return tl.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-    return tl.softmax(scores, dim=-1) * allowed  # zeroed afterwards: rows no longer sum to 1
+    return (
+        tl.softmax(scores, dim=-1) * allowed
+    )  # zeroed afterwards: rows no longer sum to 1
 
 
-def draw_masked_attention(fig, causal: bool = True, padding: str = "right", length: int = 3,
-                          order: str = "before softmax"):
+def draw_masked_attention(
+    fig,
+    causal: bool = True,
+    padding: str = "right",
+    length: int = 3,
+    order: str = "before softmax",
+):
     """One attention map with its mask shaded grey and each row's sum written at its right."""
     tokens = padded_tokens(length, padding)
     T = len(tokens)
@@ -63,20 +72,42 @@ def draw_masked_attention(fig, causal: bool = True, padding: str = "right", leng
     parts = ["causal" if causal else None, f"{padding} padding" if length < T else None]
     what = " + ".join(p for p in parts if p)
     title = f"{what}, mask {order}" if what else "no mask: a plain softmax"
-    shown = np.where(allowed.numpy(), w, np.nan)  # NaN: the hover read-out says "masked"
+    shown = np.where(
+        allowed.numpy(), w, np.nan
+    )  # NaN: the hover read-out says "masked"
     grid = heatmap(ax, shown, tokens, tokens, masked=~allowed.numpy(), colorbar=False)
-    fig.text(0.15, 0.93, title, fontsize=10, ha="left")  # cheaper to lay out than a title
-    fig.colorbar(ax.images[0], ax=ax, fraction=0.046, pad=0.15, label="attention weight",
-                 ticks=[0, 0.5, 1])
+    fig.text(
+        0.15, 0.93, title, fontsize=10, ha="left"
+    )  # cheaper to lay out than a title
+    fig.colorbar(
+        ax.images[0],
+        ax=ax,
+        fraction=0.046,
+        pad=0.15,
+        label="attention weight",
+        ticks=[0, 0.5, 1],
+    )
     x = T - 0.5 + 0.12  # just right of the last column
     ax.text(x, -0.55, "sum", fontsize=8, ha="left", va="bottom")
-    for i, total in enumerate(w.sum(axis=1)):  # a correct mask keeps every row a distribution
+    for i, total in enumerate(
+        w.sum(axis=1)
+    ):  # a correct mask keeps every row a distribution
         if not allowed[i].any():  # no key allowed: the library's all-zero row
-            ax.text(x, i, "0 (none)", fontsize=8, ha="left", va="center", color="dimgrey")
+            ax.text(
+                x, i, "0 (none)", fontsize=8, ha="left", va="center", color="dimgrey"
+            )
             continue
         ok = abs(total - 1) < 1e-6
-        ax.text(x, i, f"{total:.2f}", fontsize=9, ha="left", va="center",
-                color="black" if ok else "crimson", fontweight="normal" if ok else "bold")
+        ax.text(
+            x,
+            i,
+            f"{total:.2f}",
+            fontsize=9,
+            ha="left",
+            va="center",
+            color="black" if ok else "crimson",
+            fontweight="normal" if ok else "bold",
+        )
     return grid
 
 
@@ -91,12 +122,16 @@ def mask_explorer() -> Explorer:
             "order": ["before softmax", "after softmax"],
         },
         defaults={"length": 3},
-        labels={"causal": "causal mask", "padding": "padding", "length": "real tokens",
-                "order": "apply mask"},
+        labels={
+            "causal": "causal mask",
+            "padding": "padding",
+            "length": "real tokens",
+            "order": "apply mask",
+        },
         figsize=(5.6, 4.2),
         dpi=80,
         title="Masks on a live attention map: grey cells are masked; "
-              "red row sums mark rows that do not sum to 1",
+        "red row sums mark rows that do not sum to 1",
     )
 
 

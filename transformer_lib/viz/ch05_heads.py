@@ -22,7 +22,10 @@ from .explorer import Explorer, heatmap
 SENTENCE = ["the", "cat", "sat", "on", "the", "mat"]
 HEAD_JOBS = ["previous token", "current token", "same word", "first token"]
 D_MODEL, N_HEADS, D_K = 32, 4, 8  # d_k = d_model / h
-MAX_T, CONST = 8, 16  # input dims 0..7: position one-hot; 8..15: word one-hot; 16: constant 1
+MAX_T, CONST = (
+    8,
+    16,
+)  # input dims 0..7: position one-hot; 8..15: word one-hot; 16: constant 1
 
 
 def embed(tokens: list[str]) -> torch.Tensor:
@@ -36,15 +39,23 @@ def embed(tokens: list[str]) -> torch.Tensor:
     return x
 
 
-def handbuilt_attention(n_kv_heads: int = N_HEADS, sharpness: float = 4.0) -> tl.MultiHeadAttention:
+def handbuilt_attention(
+    n_kv_heads: int = N_HEADS, sharpness: float = 4.0
+) -> tl.MultiHeadAttention:
     """Four heads with one job each; with n_kv_heads < 4, each group's K/V heads are averaged."""
-    c = sharpness * math.sqrt(D_K)  # a matching query-key pair scores `sharpness` after / sqrt(d_k)
-    Wq, Wk, Wv = (torch.zeros(N_HEADS, D_K, D_MODEL) for _ in range(3))  # per head (d_k, d_model)
+    c = sharpness * math.sqrt(
+        D_K
+    )  # a matching query-key pair scores `sharpness` after / sqrt(d_k)
+    Wq, Wk, Wv = (
+        torch.zeros(N_HEADS, D_K, D_MODEL) for _ in range(3)
+    )  # per head (d_k, d_model)
     for t in range(1, MAX_T):
         Wq[0, t - 1, t] = c  # head 0 asks for position t - 1 ...
     for t in range(MAX_T):
         Wk[0, t, t] = 1.0  # ... and every key announces its own position
-        Wq[1, t, t] = c  # head 1 asks for position t itself, with the same keys as head 0
+        Wq[1, t, t] = (
+            c  # head 1 asks for position t itself, with the same keys as head 0
+        )
         Wk[1, t, t] = 1.0
     for w in range(MAX_T - 1):
         Wq[2, w, MAX_T + w] = c  # head 2 asks for its own word ...
@@ -52,12 +63,18 @@ def handbuilt_attention(n_kv_heads: int = N_HEADS, sharpness: float = 4.0) -> tl
     Wq[3, D_K - 1, CONST] = c  # head 3 asks every time for the same thing ...
     Wk[3, D_K - 1, 0] = 1.0  # ... which only position 0 has
     for i in range(N_HEADS):
-        Wv[i, : D_K - 1, MAX_T : 2 * MAX_T - 1] = torch.eye(D_K - 1)  # values: the word one-hot
+        Wv[i, : D_K - 1, MAX_T : 2 * MAX_T - 1] = torch.eye(
+            D_K - 1
+        )  # values: the word one-hot
     n_rep = N_HEADS // n_kv_heads
-    Wk = Wk.view(n_kv_heads, n_rep, D_K, D_MODEL).mean(1)  # GQA conversion: mean over each group
+    Wk = Wk.view(n_kv_heads, n_rep, D_K, D_MODEL).mean(
+        1
+    )  # GQA conversion: mean over each group
     Wv = Wv.view(n_kv_heads, n_rep, D_K, D_MODEL).mean(1)
     m = tl.MultiHeadAttention(D_MODEL, N_HEADS, n_kv_heads, bias=False)
-    with torch.no_grad():  # nn.Linear stores (out, in): the heads' blocks stacked on dim 0
+    with (
+        torch.no_grad()
+    ):  # nn.Linear stores (out, in): the heads' blocks stacked on dim 0
         m.q_proj.weight.copy_(Wq.reshape(N_HEADS * D_K, D_MODEL))
         m.k_proj.weight.copy_(Wk.reshape(n_kv_heads * D_K, D_MODEL))
         m.v_proj.weight.copy_(Wv.reshape(n_kv_heads * D_K, D_MODEL))
@@ -66,10 +83,14 @@ def handbuilt_attention(n_kv_heads: int = N_HEADS, sharpness: float = 4.0) -> tl
 
 
 _VARIANTS = {"MHA (h_kv = 4)": 4, "GQA (h_kv = 2)": 2, "MQA (h_kv = 1)": 1}
-_HEAD_CHOICES = [f"head {i}: {job}" for i, job in enumerate(HEAD_JOBS)] + ["mean over heads"]
+_HEAD_CHOICES = [f"head {i}: {job}" for i, job in enumerate(HEAD_JOBS)] + [
+    "mean over heads"
+]
 
 
-def head_weights(n_kv_heads: int, causal: bool, tokens: list[str] = SENTENCE) -> torch.Tensor:
+def head_weights(
+    n_kv_heads: int, causal: bool, tokens: list[str] = SENTENCE
+) -> torch.Tensor:
     """(h, T, T) attention weights of the hand-built layer on ``tokens``."""
     x = embed(tokens)
     mask = tl.causal_mask(len(tokens)) if causal else None
@@ -82,17 +103,30 @@ def draw_head(fig, head: str = _HEAD_CHOICES[0], variant: str = "MHA (h_kv = 4)"
     """One head's causal attention map (or the mean over heads) for one K/V variant."""
     w = head_weights(_VARIANTS[variant], causal=True)  # (h, T, T)
     k = _HEAD_CHOICES.index(head)
-    values = w.mean(0) if k == N_HEADS else w[k]  # the mean: nn.MultiheadAttention's default
+    values = (
+        w.mean(0) if k == N_HEADS else w[k]
+    )  # the mean: nn.MultiheadAttention's default
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.14, right=0.9, bottom=0.17, top=0.9)
     future = ~tl.causal_mask(len(SENTENCE)).numpy()
-    shown = np.where(future, np.nan, values.numpy())  # NaN: the hover read-out says "masked"
-    fig.text(0.5, 0.94, f"{variant}: {head}", fontsize=10, ha="center")  # cheaper than a title
+    shown = np.where(
+        future, np.nan, values.numpy()
+    )  # NaN: the hover read-out says "masked"
+    fig.text(
+        0.5, 0.94, f"{variant}: {head}", fontsize=10, ha="center"
+    )  # cheaper than a title
     grid = heatmap(ax, shown, SENTENCE, SENTENCE, masked=future)
     for (i, j), v in np.ndenumerate(values.numpy()):  # label the weights that matter
         if v >= 0.1 and not future[i, j]:
-            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
-                    color="black" if v > 0.6 else "white")
+            ax.text(
+                j,
+                i,
+                f"{v:.2f}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="black" if v > 0.6 else "white",
+            )
     return grid
 
 
@@ -105,7 +139,7 @@ def heads_explorer() -> Explorer:
         figsize=(5.4, 4.2),
         dpi=80,
         title="One head at a time: four hand-built heads, and what sharing their keys "
-              "(GQA, MQA) does to them",
+        "(GQA, MQA) does to them",
     )
 
 
@@ -114,10 +148,14 @@ def kv_head_of_query_head(n_heads: int, n_kv_heads: int, method: str) -> list[in
 
     Computed by running the expansion on a tensor whose head j holds the number j.
     """
-    ids = torch.arange(n_kv_heads, dtype=torch.float32).view(1, n_kv_heads, 1, 1)  # (1, h_kv, 1, 1)
+    ids = torch.arange(n_kv_heads, dtype=torch.float32).view(
+        1, n_kv_heads, 1, 1
+    )  # (1, h_kv, 1, 1)
     n_rep = n_heads // n_kv_heads
     if method == "repeat_kv":
-        expanded = tl.repeat_kv(ids, n_rep)  # the library: repeat_interleave on the head axis
+        expanded = tl.repeat_kv(
+            ids, n_rep
+        )  # the library: repeat_interleave on the head axis
     else:
         expanded = ids.repeat(1, n_rep, 1, 1)  # tiling: k0 k1 k0 k1 ...
     return expanded.view(-1).long().tolist()
@@ -131,27 +169,75 @@ def draw_groups(fig, n_kv_heads: int = 2, method: str = "repeat_kv", n_heads: in
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.02, right=0.98, bottom=0.02, top=0.88)
     xq = np.arange(n_heads)
-    xkv = (np.arange(n_kv_heads) + 0.5) * n_heads / n_kv_heads - 0.5  # centred under the group
+    xkv = (
+        np.arange(n_kv_heads) + 0.5
+    ) * n_heads / n_kv_heads - 0.5  # centred under the group
     for i, g in enumerate(got):
         ok = g == want[i]
-        ax.plot([xq[i], xkv[g]], [1, 0], color=colours[g] if ok else "crimson",
-                lw=2 if ok else 2.5, ls="-" if ok else "--", zorder=1)
+        ax.plot(
+            [xq[i], xkv[g]],
+            [1, 0],
+            color=colours[g] if ok else "crimson",
+            lw=2 if ok else 2.5,
+            ls="-" if ok else "--",
+            zorder=1,
+        )
     for i in range(n_heads):
         ax.scatter(xq[i], 1, s=520, color=colours[want[i]], edgecolor="black", zorder=2)
-        ax.text(xq[i], 1, f"q{i}", ha="center", va="center", fontsize=9, color="white", zorder=3)
+        ax.text(
+            xq[i],
+            1,
+            f"q{i}",
+            ha="center",
+            va="center",
+            fontsize=9,
+            color="white",
+            zorder=3,
+        )
         if got[i] != want[i]:
-            ax.text(xq[i], 1.17, "\u2717", ha="center", va="center", fontsize=14, color="crimson")
+            ax.text(
+                xq[i],
+                1.17,
+                "\u2717",
+                ha="center",
+                va="center",
+                fontsize=14,
+                color="crimson",
+            )
     for g in range(n_kv_heads):
-        ax.scatter(xkv[g], 0, s=700, marker="s", color=colours[g], edgecolor="black", zorder=2)
-        ax.text(xkv[g], 0, f"kv{g}", ha="center", va="center", fontsize=9, color="white", zorder=3)
+        ax.scatter(
+            xkv[g], 0, s=700, marker="s", color=colours[g], edgecolor="black", zorder=2
+        )
+        ax.text(
+            xkv[g],
+            0,
+            f"kv{g}",
+            ha="center",
+            va="center",
+            fontsize=9,
+            color="white",
+            zorder=3,
+        )
     strip = " ".join(f"kv{g}" for g in got)
-    ax.text(-0.5, -0.42, f"K after expansion: [{strip}]", fontsize=9, family="monospace",
-            va="center")
+    ax.text(
+        -0.5,
+        -0.42,
+        f"K after expansion: [{strip}]",
+        fontsize=9,
+        family="monospace",
+        va="center",
+    )
     wrong = sum(g != w for g, w in zip(got, want))
-    verdict = (f"{wrong} of {n_heads} heads read the wrong K/V" if wrong
-               else "every head reads its group's K/V")
-    ax.set_title(f"h = {n_heads} query heads, h_kv = {n_kv_heads}, expanded with {method}: "
-                 + verdict, fontsize=9)
+    verdict = (
+        f"{wrong} of {n_heads} heads read the wrong K/V"
+        if wrong
+        else "every head reads its group's K/V"
+    )
+    ax.set_title(
+        f"h = {n_heads} query heads, h_kv = {n_kv_heads}, expanded with {method}: "
+        + verdict,
+        fontsize=9,
+    )
     ax.set_xlim(-0.8, n_heads - 0.2)
     ax.set_ylim(-0.6, 1.35)
     ax.axis("off")
@@ -168,7 +254,7 @@ def groups_explorer() -> Explorer:
         figsize=(6.4, 2.6),
         dpi=80,
         title="Which K/V head does each query head read? Colours are the intended groups; "
-              "red dashes are wrong reads",
+        "red dashes are wrong reads",
     )
 
 

@@ -23,8 +23,9 @@ TARGETS = {
 }
 
 
-def fitted_ffn(d_ff: int, activation: str, target: str, n_points: int = 241,
-               ridge: float = 1e-2) -> tuple[tl.FeedForward, np.ndarray]:
+def fitted_ffn(
+    d_ff: int, activation: str, target: str, n_points: int = 241, ridge: float = 1e-2
+) -> tuple[tl.FeedForward, np.ndarray]:
     """A tl.FeedForward(1, d_ff) with evenly spaced bends and W2, b2 fitted to ``target``.
 
     The fit is least squares with a small ridge penalty on W2, which keeps neighbouring
@@ -38,14 +39,20 @@ def fitted_ffn(d_ff: int, activation: str, target: str, n_points: int = 241,
     act = tl.feed_forward.ACTIVATIONS[activation]
     with torch.no_grad():
         ffn.linear1.weight.fill_(1.0)  # W1 = 1 for every unit, (d_ff, 1) as (out, in)
-        ffn.linear1.bias.copy_(torch.as_tensor(-knots, dtype=torch.float32))  # b1 = -knot
+        ffn.linear1.bias.copy_(
+            torch.as_tensor(-knots, dtype=torch.float32)
+        )  # b1 = -knot
         xs = torch.as_tensor(x, dtype=torch.float32).view(-1, 1)  # (N, d_model = 1)
         hidden = act(ffn.linear1(xs))  # (N, d_ff)
-        H = torch.cat([hidden, torch.ones(len(x), 1)], dim=1).double().numpy()  # (N, d_ff + 1)
+        H = (
+            torch.cat([hidden, torch.ones(len(x), 1)], dim=1).double().numpy()
+        )  # (N, d_ff + 1)
         penalty = ridge * np.eye(d_ff + 1)
         penalty[-1, -1] = 0.0  # leave b2 free
         coef = np.linalg.solve(H.T @ H + penalty, H.T @ TARGETS[target](x))  # [W2, b2]
-        ffn.linear2.weight.copy_(torch.as_tensor(coef[:-1], dtype=torch.float32).view(1, d_ff))
+        ffn.linear2.weight.copy_(
+            torch.as_tensor(coef[:-1], dtype=torch.float32).view(1, d_ff)
+        )
         ffn.linear2.bias.fill_(float(coef[-1]))
     return ffn, x
 
@@ -59,17 +66,32 @@ def draw_hinges(fig, activation: str = "relu", d_ff: int = 4, target: str = "sin
         act = tl.feed_forward.ACTIVATIONS[activation]
         hidden = act(ffn.linear1(xs)).numpy()  # (N, d_ff): h_k(x) = act(x - knot_k)
     want = TARGETS[target](x)
-    ax, ax_parts = fig.subplots(2, 1, gridspec_kw={"height_ratios": [3, 2], "hspace": 0.08})
+    ax, ax_parts = fig.subplots(
+        2, 1, gridspec_kw={"height_ratios": [3, 2], "hspace": 0.08}
+    )
     fig.subplots_adjust(left=0.1, right=0.97, bottom=0.11, top=0.91)
     ax.plot(x, want, color="0.6", lw=4, label="target")
     ax.plot(x, y, color="C0", lw=2, label="FFN(x)")
     knots = -ffn.linear1.bias.detach().numpy()
-    ax.plot(knots, np.interp(knots, x, y), "o", color="C3", ms=4, label="bends, x = -b\u2081[k]")
+    ax.plot(
+        knots,
+        np.interp(knots, x, y),
+        "o",
+        color="C3",
+        ms=4,
+        label="bends, x = -b\u2081[k]",
+    )
     err = np.abs(y - want).max()
     units = f"{d_ff} {activation.upper()} unit{'s' if d_ff > 1 else ''}"
     fig.text(0.5, 0.95, f"{units}: largest error {err:.2f}", fontsize=10, ha="center")
-    ax.legend(loc="upper center", ncol=3, fontsize=7.5, frameon=False, handlelength=1.5,
-              columnspacing=1.2)
+    ax.legend(
+        loc="upper center",
+        ncol=3,
+        fontsize=7.5,
+        frameon=False,
+        handlelength=1.5,
+        columnspacing=1.2,
+    )
     ax.set_ylabel("output")
     ax.set_ylim(-1.6, 3.4)  # the top band holds the legend
     ax.set_xlim(*X_RANGE)
@@ -77,7 +99,9 @@ def draw_hinges(fig, activation: str = "relu", d_ff: int = 4, target: str = "sin
     ax.set_yticks([-1, 0, 1, 2, 3])
     segments = [np.column_stack([x, hidden[:, k]]) for k in range(d_ff)]
     colours = [f"C{k % 10}" for k in range(d_ff)]
-    ax_parts.add_collection(LineCollection(segments, colors=colours, linewidths=0.9, alpha=0.8))
+    ax_parts.add_collection(
+        LineCollection(segments, colors=colours, linewidths=0.9, alpha=0.8)
+    )
     ax_parts.set_ylabel("hidden units", fontsize=8)
     ax_parts.set_xlabel("input x")
     ax_parts.set_ylim(-0.5, 6.2)
@@ -92,11 +116,17 @@ def hinge_explorer() -> Explorer:
     """Activation, hidden width and target curve of a 1-D FFN (24 frames)."""
     return Explorer(
         draw_hinges,
-        {"activation": ["relu", "gelu"], "d_ff": [1, 2, 4, 8, 16, 32],
-         "target": list(TARGETS)},
+        {
+            "activation": ["relu", "gelu"],
+            "d_ff": [1, 2, 4, 8, 16, 32],
+            "target": list(TARGETS),
+        },
         defaults={"d_ff": 4},
-        labels={"activation": "activation", "d_ff": "hidden units $d_{ff}$",
-                "target": "target"},
+        labels={
+            "activation": "activation",
+            "d_ff": "hidden units $d_{ff}$",
+            "target": "target",
+        },
         figsize=(6.0, 4.4),
         dpi=80,
         title="A feed-forward network on one number: each hidden unit adds one bend",

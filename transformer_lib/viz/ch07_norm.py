@@ -12,11 +12,11 @@ from __future__ import annotations
 from functools import lru_cache
 
 import matplotlib.patches as mpatches
-from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 import transformer_lib as tl
 
@@ -30,7 +30,13 @@ VARIANTS = {
     "Post-LN": "x ← LN(x + F(x))",
     "Pre-LN": "x ← x + F(LN(x))",
 }
-COLORS = {"plain": "#7f7f7f", "LN only": "#9467bd", "residual": "#ff7f0e", "Post-LN": "#1f77b4", "Pre-LN": "#2ca02c"}
+COLORS = {
+    "plain": "#7f7f7f",
+    "LN only": "#9467bd",
+    "residual": "#ff7f0e",
+    "Post-LN": "#1f77b4",
+    "Pre-LN": "#2ca02c",
+}
 D_MODEL = 32
 
 
@@ -43,12 +49,23 @@ class SublayerStack(nn.Module):
     def __init__(self, d_model: int, depth: int, variant: str) -> None:
         super().__init__()
         if variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
+            raise ValueError(
+                f"variant must be one of {list(VARIANTS)}, got {variant!r}"
+            )
         self.variant = variant
-        self.sublayers = nn.ModuleList([tl.FeedForward(d_model, 2 * d_model) for _ in range(depth)])
+        self.sublayers = nn.ModuleList(
+            [tl.FeedForward(d_model, 2 * d_model) for _ in range(depth)]
+        )
         uses_norm = variant in ("LN only", "Post-LN", "Pre-LN")
-        self.norms = nn.ModuleList([tl.LayerNorm(d_model) if uses_norm else nn.Identity() for _ in range(depth)])
-        self.final_norm = tl.LayerNorm(d_model) if variant == "Pre-LN" else nn.Identity()
+        self.norms = nn.ModuleList(
+            [
+                tl.LayerNorm(d_model) if uses_norm else nn.Identity()
+                for _ in range(depth)
+            ]
+        )
+        self.final_norm = (
+            tl.LayerNorm(d_model) if variant == "Pre-LN" else nn.Identity()
+        )
         self.readout = nn.Linear(d_model, d_model)
 
     def step(self, x: torch.Tensor, l: int) -> torch.Tensor:
@@ -64,7 +81,9 @@ class SublayerStack(nn.Module):
             return ln(x + f(x))  # eq. add-norm
         return x + f(ln(x))  # eq. pre-ln
 
-    def forward(self, x: torch.Tensor, trace: list | None = None, skip: int | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, trace: list | None = None, skip: int | None = None
+    ) -> torch.Tensor:
         """x (..., d_model) -> prediction (..., d_model). ``trace`` collects the stream after every
         sublayer; ``skip`` leaves sublayer number ``skip`` out (the stream passes it unchanged)."""
         for l in range(len(self.sublayers)):
@@ -75,7 +94,9 @@ class SublayerStack(nn.Module):
         return self.readout(self.final_norm(x))
 
 
-def teacher_task(n: int, d_model: int = D_MODEL, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def teacher_task(
+    n: int, d_model: int = D_MODEL, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """n inputs x ~ N(0, I) and targets y = 2 tanh(x A) B from a fixed random teacher (A, B)."""
     g = torch.Generator().manual_seed(1234)  # the teacher is the same for every call
     A = torch.randn(d_model, 2 * d_model, generator=g) / d_model**0.5
@@ -84,16 +105,25 @@ def teacher_task(n: int, d_model: int = D_MODEL, seed: int = 0) -> tuple[torch.T
     return x, 2 * torch.tanh(x @ A) @ B
 
 
-def init_statistics(depth: int, variant: str, x: torch.Tensor, y: torch.Tensor, seed: int = 0) -> dict:
+def init_statistics(
+    depth: int, variant: str, x: torch.Tensor, y: torch.Tensor, seed: int = 0
+) -> dict:
     """A fresh stack's gradient norm per sublayer, stream norm per depth and input similarity per depth."""
     torch.manual_seed(seed)
     model = SublayerStack(x.size(-1), depth, variant)
     trace = [x]
     F.mse_loss(model(x, trace), y).backward()
-    grad = [torch.sqrt(sum(p.grad.pow(2).sum() for p in s.parameters())).item() for s in model.sublayers]
-    act = [h.norm(dim=-1).mean().item() for h in trace]  # ||x_l|| averaged over the batch
+    grad = [
+        torch.sqrt(sum(p.grad.pow(2).sum() for p in s.parameters())).item()
+        for s in model.sublayers
+    ]
+    act = [
+        h.norm(dim=-1).mean().item() for h in trace
+    ]  # ||x_l|| averaged over the batch
     sim = []
-    for h in trace:  # mean cosine similarity between the streams of two different inputs
+    for (
+        h
+    ) in trace:  # mean cosine similarity between the streams of two different inputs
         u = F.normalize(h, dim=-1)  # (n, d_model), unit rows
         c = u @ u.T  # (n, n)
         n = c.size(0)
@@ -102,7 +132,11 @@ def init_statistics(depth: int, variant: str, x: torch.Tensor, y: torch.Tensor, 
 
 
 DEPTHS = [4, 8, 16, 24]
-MEASURES = ["gradient norm per sublayer", "stream norm ‖xₗ‖", "similarity of different inputs"]
+MEASURES = [
+    "gradient norm per sublayer",
+    "stream norm ‖xₗ‖",
+    "similarity of different inputs",
+]
 
 
 @lru_cache(maxsize=1)
@@ -112,7 +146,9 @@ def depth_profiles() -> dict:
     return {(L, v): init_statistics(L, v, x, y) for L in DEPTHS for v in VARIANTS}
 
 
-def draw_depth(fig, depth: int = 16, measure: str = MEASURES[0], profiles: dict | None = None) -> None:
+def draw_depth(
+    fig, depth: int = 16, measure: str = MEASURES[0], profiles: dict | None = None
+) -> None:
     """One measure against depth for the five wirings of the same freshly initialised stack."""
     profiles = depth_profiles() if profiles is None else profiles
     ax = fig.add_subplot()
@@ -120,13 +156,26 @@ def draw_depth(fig, depth: int = 16, measure: str = MEASURES[0], profiles: dict 
     key = {MEASURES[0]: "grad", MEASURES[1]: "act", MEASURES[2]: "sim"}[measure]
     for v in VARIANTS:
         vals = profiles[(depth, v)][key]
-        start = 1 if key == "grad" else 0  # gradients belong to sublayers 1..L, streams to depths 0..L
-        ax.plot(np.arange(start, start + len(vals)), vals, "o-", ms=3, color=COLORS[v], label=f"{v}:  {VARIANTS[v]}")
+        start = (
+            1 if key == "grad" else 0
+        )  # gradients belong to sublayers 1..L, streams to depths 0..L
+        ax.plot(
+            np.arange(start, start + len(vals)),
+            vals,
+            "o-",
+            ms=3,
+            color=COLORS[v],
+            label=f"{v}:  {VARIANTS[v]}",
+        )
     if key == "grad":
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(LogLocator(numticks=7))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0e}"))  # plain text: no mathtext, faster
-        ax.yaxis.set_minor_locator(NullLocator())  # no minor ticks: each tick costs drawing time
+        ax.yaxis.set_major_formatter(
+            FuncFormatter(lambda v, _: f"{v:.0e}")
+        )  # plain text: no mathtext, faster
+        ax.yaxis.set_minor_locator(
+            NullLocator()
+        )  # no minor ticks: each tick costs drawing time
         ax.set_ylabel("‖∂loss/∂θ‖ of the sublayer")
         ax.set_xlabel("sublayer l (1 = next to the input)")
     elif key == "act":
@@ -137,7 +186,9 @@ def draw_depth(fig, depth: int = 16, measure: str = MEASURES[0], profiles: dict 
         ax.set_ylabel("mean cos(xₗ of input a, xₗ of input b)")
         ax.set_xlabel("depth l (0 = the input)")
         ax.set_ylim(-0.1, 1.05)
-    ax.set_title(f"{depth} sublayers at initialisation: {measure}", fontsize=10, y=1.01)  # fixed y: faster
+    ax.set_title(
+        f"{depth} sublayers at initialisation: {measure}", fontsize=10, y=1.01
+    )  # fixed y: faster
     ax.legend(fontsize=8, loc="upper left" if key == "sim" else "lower right")
     ax.grid(alpha=0.3)
 
@@ -157,14 +208,18 @@ def depth_explorer() -> Explorer:
 
 
 # -- LayerNorm of one vector -----------------------------------------------------------------------
-_RAW = torch.tensor([-3.0, -1.0, -1.0, 5.0, 2.0, -2.0, 0.5, -0.5], dtype=torch.float64)  # sums to 0
+_RAW = torch.tensor(
+    [-3.0, -1.0, -1.0, 5.0, 2.0, -2.0, 0.5, -0.5], dtype=torch.float64
+)  # sums to 0
 PATTERN = _RAW / _RAW.pow(2).mean().sqrt()  # mean 0, (biased) std exactly 1
 SPREADS = [1e-4, 1e-3, 1e-2, 1.0]
 EPSILONS = [1e-5, 1e-2]
 AFFINES = {"γ = 1, β = 0": (1.0, 0.0), "γ = 2, β = 1": (2.0, 1.0)}
 
 
-def draw_layer_norm(fig, spread: float = 1.0, eps: float = 1e-5, affine: str = "γ = 1, β = 0") -> None:
+def draw_layer_norm(
+    fig, spread: float = 1.0, eps: float = 1e-5, affine: str = "γ = 1, β = 0"
+) -> None:
     """z = 4 + spread * PATTERN through PyTorch's LayerNorm formula (bars) and the article's (dots);
     the dashed outlines are gamma * PATTERN + beta, the exact standardisation that both approach."""
     g, b = AFFINES[affine]
@@ -176,18 +231,32 @@ def draw_layer_norm(fig, spread: float = 1.0, eps: float = 1e-5, affine: str = "
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.85)
     idx = np.arange(len(z))
-    ax.bar(idx, ideal - b, bottom=b, width=0.8, fill=False, edgecolor="#888888", ls="--", lw=0.8,
-           label="γ(z−μ)/σ + β  (no ε)")
-    ax.bar(idx, ours - b, bottom=b, width=0.55, color="#1f77b4", label="PyTorch: √(σ²+ε)")
+    ax.bar(
+        idx,
+        ideal - b,
+        bottom=b,
+        width=0.8,
+        fill=False,
+        edgecolor="#888888",
+        ls="--",
+        lw=0.8,
+        label="γ(z−μ)/σ + β  (no ε)",
+    )
+    ax.bar(
+        idx, ours - b, bottom=b, width=0.55, color="#1f77b4", label="PyTorch: √(σ²+ε)"
+    )
     ax.plot(idx, article, "o", color="#d62728", ms=6, label="article: σ+ε")
     ax.axhline(b, color="k", lw=0.8, ls=":")
     ax.set_ylim(-3.4 * g + b, 3.4 * g + b)
     ax.set_xticks(idx)
     ax.set_xlabel("feature j of z = 4 + σ · (a fixed pattern with mean 0 and std 1)")
     ax.set_ylabel("LN(z)ⱼ")
-    ax.set_title(f"spread σ = {spread:g}, ε = {eps:g}, {affine}\n"
-                 f"std of the normalised vector: PyTorch {ours.std() / g:.3f}, article {article.std() / g:.3f}",
-                 fontsize=9, y=1.01)
+    ax.set_title(
+        f"spread σ = {spread:g}, ε = {eps:g}, {affine}\n"
+        f"std of the normalised vector: PyTorch {ours.std() / g:.3f}, article {article.std() / g:.3f}",
+        fontsize=9,
+        y=1.01,
+    )
     ax.legend(fontsize=8, loc="upper left", ncol=3, frameon=False)
 
 
@@ -205,7 +274,9 @@ def layer_norm_explorer() -> Explorer:
 
 
 # -- which slice of (B, T, d_model) each norm averages over ----------------------------------------
-def draw_norm_axes(fig, B: int = 3, T: int = 5, d: int = 6, pad: tuple = (0, 2, 1)) -> None:
+def draw_norm_axes(
+    fig, B: int = 3, T: int = 5, d: int = 6, pad: tuple = (0, 2, 1)
+) -> None:
     """A (B, T, d_model) batch drawn as B grids (rows = positions, columns = features), twice: the
     values that ONE LayerNorm statistic averages (one token's features) and the values that ONE
     BatchNorm statistic averages (one feature of every token of every sequence). The last
@@ -221,22 +292,60 @@ def draw_norm_axes(fig, B: int = 3, T: int = 5, d: int = 6, pad: tuple = (0, 2, 
                 for j in range(d):
                     hit = (b == 0 and t == 1) if kind == "LayerNorm" else (j == 2)
                     face = ("#e76f51" if is_pad else "#f4a261") if hit else "white"
-                    ax.add_patch(mpatches.Rectangle((ox + j, T - 1 - t), 1, 1, facecolor=face, edgecolor="#555555",
-                                                    lw=0.6, hatch="///" if is_pad else None))
-            ax.text(ox + d / 2, T + 0.25, f"sequence b = {b}" + (f"  ({pad[b]} padded)" if pad[b] else ""),
-                    ha="center", fontsize=8)
-        ax.annotate("", xy=(d, -0.35), xytext=(0, -0.35), arrowprops=dict(arrowstyle="<->", lw=0.8))
+                    ax.add_patch(
+                        mpatches.Rectangle(
+                            (ox + j, T - 1 - t),
+                            1,
+                            1,
+                            facecolor=face,
+                            edgecolor="#555555",
+                            lw=0.6,
+                            hatch="///" if is_pad else None,
+                        )
+                    )
+            ax.text(
+                ox + d / 2,
+                T + 0.25,
+                f"sequence b = {b}" + (f"  ({pad[b]} padded)" if pad[b] else ""),
+                ha="center",
+                fontsize=8,
+            )
+        ax.annotate(
+            "",
+            xy=(d, -0.35),
+            xytext=(0, -0.35),
+            arrowprops=dict(arrowstyle="<->", lw=0.8),
+        )
         ax.text(d / 2, -1.0, "d_model features", ha="center", va="center", fontsize=8)
-        ax.annotate("", xy=(-0.35, 0), xytext=(-0.35, T), arrowprops=dict(arrowstyle="<->", lw=0.8))
-        ax.text(-0.9, T / 2, "T positions", rotation=90, ha="center", va="center", fontsize=8)
+        ax.annotate(
+            "",
+            xy=(-0.35, 0),
+            xytext=(-0.35, T),
+            arrowprops=dict(arrowstyle="<->", lw=0.8),
+        )
+        ax.text(
+            -0.9,
+            T / 2,
+            "T positions",
+            rotation=90,
+            ha="center",
+            va="center",
+            fontsize=8,
+        )
         ax.set_xlim(-1.4, B * d + (B - 1) * gap + 0.2)
         ax.set_ylim(-1.5, T + 0.8)
         ax.set_aspect("equal")
         ax.axis("off")
-    axes[0].set_title("LayerNorm: one μ and one σ² per token, from its own d_model features "
-                      "(B·T separate statistics)", fontsize=9)
-    axes[1].set_title("BatchNorm: one μ and one σ² per feature, from all B·T tokens "
-                      "(padding included unless masked)", fontsize=9)
+    axes[0].set_title(
+        "LayerNorm: one μ and one σ² per token, from its own d_model features "
+        "(B·T separate statistics)",
+        fontsize=9,
+    )
+    axes[1].set_title(
+        "BatchNorm: one μ and one σ² per feature, from all B·T tokens "
+        "(padding included unless masked)",
+        fontsize=9,
+    )
 
 
 EXPLORERS = {"depth": depth_explorer, "layer_norm": layer_norm_explorer}

@@ -9,7 +9,7 @@ round the unit circle; ``pe_heatmap_explorer()`` the whole (T, d_model) table;
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import torch
@@ -27,7 +27,7 @@ def frequencies(d_model: int, base: float = BASE) -> np.ndarray:
     return base ** (-np.arange(0, d_model, 2) / d_model)
 
 
-@lru_cache(maxsize=None)
+@cache
 def pe_table(T: int, d_model: int) -> np.ndarray:
     """tl.sinusoidal_positional_encoding(T, d_model) as float64 NumPy, computed once per shape."""
     return tl.sinusoidal_positional_encoding(T, d_model, dtype=torch.float64).numpy()
@@ -54,20 +54,40 @@ def draw_sinusoids(fig, i: int = 2, T: int = 64, d_model: int = SIN_D_MODEL) -> 
         style = dict(ls="none", marker="o", ms=3)
     else:  # many positions: the samples joined by lines
         style = dict(lw=0.9)
-    ax.plot(pos, pe[:, 2 * i], color=SIN_C, label=f"PE[pos, {2 * i}] = sin(ω·pos)", **style)
-    ax.plot(pos, pe[:, 2 * i + 1], color=COS_C, label=f"PE[pos, {2 * i + 1}] = cos(ω·pos)", **style)
+    ax.plot(
+        pos, pe[:, 2 * i], color=SIN_C, label=f"PE[pos, {2 * i}] = sin(ω·pos)", **style
+    )
+    ax.plot(
+        pos,
+        pe[:, 2 * i + 1],
+        color=COS_C,
+        label=f"PE[pos, {2 * i + 1}] = cos(ω·pos)",
+        **style,
+    )
     ax.set_ylim(-1.15, 1.5)
     ax.set_xlabel("position pos")
     ax.legend(fontsize=8, loc="upper right", ncol=2)
     ax.axhline(0, color="#bbbbbb", lw=0.6)
-    ax.set_title(f"pair i = {i} of d_model = {d_model}: ω = 10000^(−{2 * i}/{d_model}) = {w:.3g}\n"
-                 f"one full period (wavelength 2π/ω) = {2 * math.pi / w:,.1f} positions", fontsize=9, y=1.01)
+    ax.set_title(
+        f"pair i = {i} of d_model = {d_model}: ω = 10000^(−{2 * i}/{d_model}) = {w:.3g}\n"
+        f"one full period (wavelength 2π/ω) = {2 * math.pi / w:,.1f} positions",
+        fontsize=9,
+        y=1.01,
+    )
     t = np.linspace(0, 2 * math.pi, 200)
     axc.plot(np.cos(t), np.sin(t), color="#cccccc", lw=0.8)
     shown = pos[: min(T, 64)]
-    axc.scatter(pe[shown, 2 * i], pe[shown, 2 * i + 1], c=shown, cmap="viridis", s=9, zorder=3)
+    axc.scatter(
+        pe[shown, 2 * i], pe[shown, 2 * i + 1], c=shown, cmap="viridis", s=9, zorder=3
+    )
     for p in (0, 1, 2):
-        axc.annotate(str(p), (pe[p, 2 * i], pe[p, 2 * i + 1]), textcoords="offset points", xytext=(4, 3), fontsize=7)
+        axc.annotate(
+            str(p),
+            (pe[p, 2 * i], pe[p, 2 * i + 1]),
+            textcoords="offset points",
+            xytext=(4, 3),
+            fontsize=7,
+        )
     axc.set_aspect("equal")
     axc.set_xlim(-1.25, 1.25)
     axc.set_ylim(-1.25, 1.25)
@@ -75,7 +95,11 @@ def draw_sinusoids(fig, i: int = 2, T: int = 64, d_model: int = SIN_D_MODEL) -> 
     axc.set_ylabel(f"PE[pos, {2 * i + 1}]", fontsize=8)
     axc.set_xticks([])
     axc.set_yticks([])
-    axc.set_title(f"positions 0–{shown[-1]}: one step\nturns the point by ω rad", fontsize=8, y=1.01)
+    axc.set_title(
+        f"positions 0–{shown[-1]}: one step\nturns the point by ω rad",
+        fontsize=8,
+        y=1.01,
+    )
 
 
 def sinusoid_explorer() -> Explorer:
@@ -103,10 +127,14 @@ def draw_pe_heatmap(fig, T: int = 256, d_model: int = 64) -> None:
     pe = pe_table(T, d_model)
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.1, right=0.93, bottom=0.13, top=0.9)
-    im = ax.imshow(pe, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    im = ax.imshow(
+        pe, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest"
+    )
     ax.set_xlabel("dimension j  (even j: sin, odd j: cos; pair i = j // 2)")
     ax.set_ylabel("position pos")
-    ax.set_title(f"PE for T = {T} positions and d_model = {d_model}", fontsize=10, y=1.01)
+    ax.set_title(
+        f"PE for T = {T} positions and d_model = {d_model}", fontsize=10, y=1.01
+    )
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
 
 
@@ -136,21 +164,39 @@ def draw_pe_similarity(fig, d_model: int = 64, K: int = 50) -> None:
     dot products of actual rows for three starting positions p (markers), which all fall on it."""
     pe = pe_table(4 * K + 1, d_model)  # (4K+1, d_model)
     ks = np.arange(-K, K + 1)
-    curve = np.cos(np.outer(ks, frequencies(d_model))).sum(1) / (d_model / 2)  # eq. pe-dot, normalised
+    curve = np.cos(np.outer(ks, frequencies(d_model))).sum(1) / (
+        d_model / 2
+    )  # eq. pe-dot, normalised
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.1, right=0.7, bottom=0.13, top=0.9)
     ax.plot(ks, curve, color="k", lw=1, label="formula: Σᵢ cos(ωᵢ k) / (d_model/2)")
     sub = ks[:: max(1, K // 25)]
-    for p, marker, c in ((K, "o", "#1f77b4"), (2 * K, "s", "#ff7f0e"), (3 * K, "^", "#2ca02c")):
+    for p, marker, c in (
+        (K, "o", "#1f77b4"),
+        (2 * K, "s", "#ff7f0e"),
+        (3 * K, "^", "#2ca02c"),
+    ):
         dots = pe[p + sub] @ pe[p] / (d_model / 2)  # rows p+k against row p
-        ax.plot(sub, dots, marker, ms=4, mfc="none", color=c, label=f"rows p = {p} and p + k")
+        ax.plot(
+            sub,
+            dots,
+            marker,
+            ms=4,
+            mfc="none",
+            color=c,
+            label=f"rows p = {p} and p + k",
+        )
     ax.axhline(0, color="#999999", lw=0.6)
     ax.set_ylim(-0.55, 1.05)
     ax.set_xlabel("offset k")
     ax.set_ylabel("cosine similarity")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     ax.grid(alpha=0.3)
-    ax.set_title(f"PE(p) · PE(p + k) depends only on the offset k (d_model = {d_model})", fontsize=10, y=1.01)
+    ax.set_title(
+        f"PE(p) · PE(p + k) depends only on the offset k (d_model = {d_model})",
+        fontsize=10,
+        y=1.01,
+    )
 
 
 def pe_similarity_explorer() -> Explorer:
@@ -180,14 +226,22 @@ def rope_pair(kind: str, d: int, seed: int = 0) -> tuple[torch.Tensor, torch.Ten
         q = torch.ones(d, dtype=torch.float64)
         return q, q.clone()
     q = torch.randn(d, generator=g, dtype=torch.float64)
-    k = q.clone() if kind == ROPE_VECTORS[1] else torch.randn(d, generator=g, dtype=torch.float64)
+    k = (
+        q.clone()
+        if kind == ROPE_VECTORS[1]
+        else torch.randn(d, generator=g, dtype=torch.float64)
+    )
     return q, k
 
 
-def rope_scores(q: torch.Tensor, k: torch.Tensor, m: int, ns: torch.Tensor) -> np.ndarray:
+def rope_scores(
+    q: torch.Tensor, k: torch.Tensor, m: int, ns: torch.Tensor
+) -> np.ndarray:
     """RoPE(q, m) . RoPE(k, n) for every n in ns (eq. rope-relative: a function of m - n only)."""
     qm = tl.apply_rope(q[None], torch.tensor([m]))[0]  # (d,)
-    kn = tl.apply_rope(k.expand(len(ns), -1), ns)  # (len(ns), d): key k placed at every position n
+    kn = tl.apply_rope(
+        k.expand(len(ns), -1), ns
+    )  # (len(ns), d): key k placed at every position n
     return (kn @ qm).numpy()
 
 
@@ -195,7 +249,7 @@ ROPE_RANGES = [64, 1024]
 ROPE_QUERIES = (1, 3, 10)  # the query sits at m = factor * R
 
 
-@lru_cache(maxsize=None)
+@cache
 def rope_curves(vectors: str, d: int, R: int) -> tuple:
     """For each query position m in ROPE_QUERIES * R: the scores against keys at distances 0..R."""
     q, k = rope_pair(vectors, d)
@@ -212,12 +266,22 @@ def draw_rope(fig, vectors: str = ROPE_VECTORS[0], R: int = 64, d: int = 128) ->
     curves, plain = rope_curves(vectors, d, R)
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.1, right=0.76, bottom=0.13, top=0.9)
-    for (m, dist, s), marker, c in zip(curves, ("o", "s", "^"), ("k", "#ff7f0e", "#2ca02c")):
+    for (m, dist, s), marker, c in zip(
+        curves, ("o", "s", "^"), ("k", "#ff7f0e", "#2ca02c")
+    ):
         if marker == "o":
             ax.plot(dist, s, color=c, lw=0.9, label=f"query at m = {m}")
         else:
             step = max(1, R // 32)
-            ax.plot(dist[::step], s[::step], marker, ms=4, mfc="none", color=c, label=f"query at m = {m}")
+            ax.plot(
+                dist[::step],
+                s[::step],
+                marker,
+                ms=4,
+                mfc="none",
+                color=c,
+                label=f"query at m = {m}",
+            )
     ax.axhline(0, color="#999999", lw=0.6)
     ax.axhline(plain, color="#999999", lw=0.8, ls=":", label="q · k, no rotation")
     ax.set_xlabel("distance m − n between query and key")

@@ -47,23 +47,27 @@ def example(seed: int = 0) -> Example:
     return Example(list(TOKENS), vocab, ids, embedding, layer.eval())
 
 
-def with_placement(layer: tl.EncoderLayer,
-                   norm_first: bool) -> tl.EncoderLayer:
+def with_placement(layer: tl.EncoderLayer, norm_first: bool) -> tl.EncoderLayer:
     """The same weights wired as Post-LN (False) or Pre-LN (True)."""
     mha, ffn = layer.self_attn, layer.ffn
     with torch.random.fork_rng(devices=[]):  # leave the global RNG alone
         new = tl.EncoderLayer(
-            mha.d_model, mha.n_heads, ffn.linear1.out_features,
-            norm_first=norm_first, activation=ffn.activation,
-            eps=layer.sub1.norm.eps, n_kv_heads=mha.n_kv_heads,
+            mha.d_model,
+            mha.n_heads,
+            ffn.linear1.out_features,
+            norm_first=norm_first,
+            activation=ffn.activation,
+            eps=layer.sub1.norm.eps,
+            n_kv_heads=mha.n_kv_heads,
         )
     new = new.to(ffn.linear1.weight.dtype)  # float64 weights stay float64
     new.load_state_dict(layer.state_dict())  # LN placement is not a weight
     return new.train(layer.training)
 
 
-def encoder_steps(layer: tl.EncoderLayer, x_pos: torch.Tensor,
-                  mask: torch.Tensor | None = None) -> dict:
+def encoder_steps(
+    layer: tl.EncoderLayer, x_pos: torch.Tensor, mask: torch.Tensor | None = None
+) -> dict:
     """The named tensors of one layer, each (B, T, d_model), and "weights".
 
     Post-LN (eq. enc-attn ... enc-out): Z_add_norm_1 = LN(X_pos + Z_attn),
@@ -78,13 +82,18 @@ def encoder_steps(layer: tl.EncoderLayer, x_pos: torch.Tensor,
         z_ffn = layer.ffn(layer.sub2.norm(z1))
         out = z1 + z_ffn
     else:
-        z_attn, weights = layer.self_attn(x_pos, x_pos, x_pos, mask,
-                                          need_weights=True)
+        z_attn, weights = layer.self_attn(x_pos, x_pos, x_pos, mask, need_weights=True)
         z1 = layer.sub1.norm(x_pos + z_attn)
         z_ffn = layer.ffn(z1)
         out = layer.sub2.norm(z1 + z_ffn)
-    return {"X_pos": x_pos, "Z_attn": z_attn, "Z_add_norm_1": z1,
-            "Z_ffn": z_ffn, "Z_encoder_output": out, "weights": weights}
+    return {
+        "X_pos": x_pos,
+        "Z_attn": z_attn,
+        "Z_add_norm_1": z1,
+        "Z_ffn": z_ffn,
+        "Z_encoder_output": out,
+        "weights": weights,
+    }
 
 
 FORMULAS = {
@@ -105,28 +114,51 @@ FORMULAS = {
 }
 
 
-def draw_step(fig, step: str, norm_first: bool, tensors: dict,
-              tokens: list[str]) -> HoverGrid:
+def draw_step(
+    fig, step: str, norm_first: bool, tensors: dict, tokens: list[str]
+) -> HoverGrid:
     """A named tensor as a heatmap, each row's mean and std at its right."""
     z = tensors[norm_first][step][0].numpy()  # (T, d_model)
     T, d = z.shape
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.085, right=0.75, bottom=0.15, top=0.87)
-    grid = heatmap(ax, z, tokens, [str(j) for j in range(d)],
-                   row_name="token", col_name="feature", cmap="RdBu_r",
-                   vmin=-3, vmax=3, colorbar=False,
-                   title=f"{step} = {FORMULAS[norm_first][step]}")
+    grid = heatmap(
+        ax,
+        z,
+        tokens,
+        [str(j) for j in range(d)],
+        row_name="token",
+        col_name="feature",
+        cmap="RdBu_r",
+        vmin=-3,
+        vmax=3,
+        colorbar=False,
+        title=f"{step} = {FORMULAS[norm_first][step]}",
+    )
     ax.set_xticks(range(0, d, 3))  # fewer ticks: cheaper, still countable
     cax = fig.add_axes((0.94, 0.15, 0.015, 0.72))
     fig.colorbar(ax.images[0], cax=cax, ticks=[-3, 0, 3])
     mean = z.mean(axis=1).round(2) + 0.0  # + 0.0 turns -0.0 into 0.0
     std = z.std(axis=1)  # biased, as LayerNorm uses
-    ax.text(1.02, 1.02, " mean   std", transform=ax.transAxes,
-            fontsize=9.5, va="bottom", family="monospace")
+    ax.text(
+        1.02,
+        1.02,
+        " mean   std",
+        transform=ax.transAxes,
+        fontsize=9.5,
+        va="bottom",
+        family="monospace",
+    )
     for i in range(T):  # after a LayerNorm: +0.00 and 1.00 (at init)
-        ax.text(1.02, (T - 0.5 - i) / T, f"{mean[i]:+5.2f} {std[i]:5.2f}",
-                transform=ax.transAxes, fontsize=9.5, va="center",
-                family="monospace")
+        ax.text(
+            1.02,
+            (T - 0.5 - i) / T,
+            f"{mean[i]:+5.2f} {std[i]:5.2f}",
+            transform=ax.transAxes,
+            fontsize=9.5,
+            va="center",
+            family="monospace",
+        )
     return grid
 
 
@@ -136,8 +168,10 @@ def step_explorer(ex: Example | None = None) -> Explorer:
     pe = tl.sinusoidal_positional_encoding(len(ex.tokens), D_MODEL)
     with torch.no_grad():
         x_pos = ex.embedding(ex.ids) + pe  # (1, T, d_model)
-        tensors = {nf: encoder_steps(with_placement(ex.layer, nf), x_pos)
-                   for nf in (False, True)}
+        tensors = {
+            nf: encoder_steps(with_placement(ex.layer, nf), x_pos)
+            for nf in (False, True)
+        }
 
     def draw(fig, step, norm_first):
         return draw_step(fig, step, norm_first, tensors, ex.tokens)
@@ -151,7 +185,7 @@ def step_explorer(ex: Example | None = None) -> Explorer:
         figsize=(7.6, 3.2),
         dpi=85,
         title="One sentence through one encoder layer: "
-              "pick a tensor and the LayerNorm placement",
+        "pick a tensor and the LayerNorm placement",
     )
 
 

@@ -16,13 +16,20 @@ import transformer_lib as tl
 
 from .explorer import Explorer, HoverGrid, heatmap
 
-STACKS = {"cross": "cross", "encoder self": "encoder", "decoder self": "decoder_self"}  # control text -> attn key
+STACKS = {
+    "cross": "cross",
+    "encoder self": "encoder",
+    "decoder self": "decoder_self",
+}  # control text -> attn key
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
 def position_labels(ids) -> list[str]:
     """Token names with their position as a subscript, e.g. ['c₀', 'a₁', ...], since symbols repeat."""
-    return [f"{name}{str(i).translate(_SUB)}" for i, name in enumerate(tl.tasks.token_labels(ids))]
+    return [
+        f"{name}{str(i).translate(_SUB)}"
+        for i, name in enumerate(tl.tasks.token_labels(ids))
+    ]
 
 
 def _axes(stack: str, src_labels: list[str], tgt_labels: list[str]):
@@ -34,39 +41,69 @@ def _axes(stack: str, src_labels: list[str], tgt_labels: list[str]):
     return tgt_labels, src_labels, "decoder input (query)", "source (key)"
 
 
-def draw_map(ax, weights: np.ndarray, stack: str, src_labels, tgt_labels, title: str | None = None) -> HoverGrid:
+def draw_map(
+    ax,
+    weights: np.ndarray,
+    stack: str,
+    src_labels,
+    tgt_labels,
+    title: str | None = None,
+) -> HoverGrid:
     """One attention map (T_q, T_k) as a labelled heatmap; the decoder's future keys are hatched."""
     rows, cols, row_name, col_name = _axes(stack, src_labels, tgt_labels)
     masked = ~tl.causal_mask(len(rows)).numpy() if stack == "decoder_self" else None
-    return heatmap(ax, weights, rows, cols, title=title, row_name=row_name, col_name=col_name, masked=masked)
+    return heatmap(
+        ax,
+        weights,
+        rows,
+        cols,
+        title=title,
+        row_name=row_name,
+        col_name=col_name,
+        masked=masked,
+    )
 
 
 def attention_explorer(
-    attn: dict | None = None, src_labels: list[str] | None = None, tgt_labels: list[str] | None = None
+    attn: dict | None = None,
+    src_labels: list[str] | None = None,
+    tgt_labels: list[str] | None = None,
 ) -> Explorer:
     """Controls: which attention, layer, head. ``attn`` as returned by ``Transformer.forward(...,
     return_attention=True)``; the first sequence of the batch is shown."""
     if attn is None:
         attn, src_labels, tgt_labels = _random_model_maps()
-    maps = {key: [w[0].detach().numpy() for w in ws] for key, ws in attn.items()}  # (h, T_q, T_k) per layer
+    maps = {
+        key: [w[0].detach().numpy() for w in ws] for key, ws in attn.items()
+    }  # (h, T_q, T_k) per layer
     n_layers, n_heads = len(maps["cross"]), maps["cross"][0].shape[0]
 
     def draw(fig, attention: str, layer: int, head: int):
         key = STACKS[attention]
-        fig.subplots_adjust(left=0.2, right=0.9, bottom=0.2, top=0.92)  # fixed margins: cheaper than tight_layout
+        fig.subplots_adjust(
+            left=0.2, right=0.9, bottom=0.2, top=0.92
+        )  # fixed margins: cheaper than tight_layout
         ax = fig.add_subplot(1, 1, 1)
         title = f"{attention}-attention, layer {layer}, head {head}"
-        return draw_map(ax, maps[key][layer - 1][head - 1], key, src_labels, tgt_labels, title)
+        return draw_map(
+            ax, maps[key][layer - 1][head - 1], key, src_labels, tgt_labels, title
+        )
 
     return Explorer(
         draw,
-        {"attention": list(STACKS), "layer": list(range(1, n_layers + 1)), "head": list(range(1, n_heads + 1))},
+        {
+            "attention": list(STACKS),
+            "layer": list(range(1, n_layers + 1)),
+            "head": list(range(1, n_heads + 1)),
+        },
         figsize=(5.6, 4.6),
         title="Every attention map of the model: pick the attention, the layer and the head",
     )
 
 
-def draw_heads(fig, maps: list[torch.Tensor], stack: str, src_labels, tgt_labels, example: int = 0) -> list[HoverGrid]:
+def draw_heads(
+    fig, maps: list[torch.Tensor], stack: str, src_labels, tgt_labels, example: int = 0
+) -> list[HoverGrid]:
     """All layers (rows) and heads (columns) of one stack, for sequence ``example``; one shared colour bar."""
     n_layers, n_heads = len(maps), maps[0].shape[1]
     axes = np.atleast_2d(fig.subplots(n_layers, n_heads, sharex=True, sharey=True))
@@ -75,10 +112,25 @@ def draw_heads(fig, maps: list[torch.Tensor], stack: str, src_labels, tgt_labels
         for head in range(n_heads):
             ax = axes[layer, head]
             rows, cols, row_name, col_name = _axes(stack, src_labels, tgt_labels)
-            grids.append(heatmap(ax, maps[layer][example, head].detach().numpy(), rows, cols, colorbar=False,
-                                 title=f"layer {layer + 1}, head {head + 1}",
-                                 row_name=row_name if head == 0 else "", col_name=col_name if layer == n_layers - 1 else ""))
-    fig.colorbar(axes[0, 0].images[0], ax=axes.ravel().tolist(), fraction=0.02, pad=0.02, label="attention weight")
+            grids.append(
+                heatmap(
+                    ax,
+                    maps[layer][example, head].detach().numpy(),
+                    rows,
+                    cols,
+                    colorbar=False,
+                    title=f"layer {layer + 1}, head {head + 1}",
+                    row_name=row_name if head == 0 else "",
+                    col_name=col_name if layer == n_layers - 1 else "",
+                )
+            )
+    fig.colorbar(
+        axes[0, 0].images[0],
+        ax=axes.ravel().tolist(),
+        fraction=0.02,
+        pad=0.02,
+        label="attention weight",
+    )
     return grids
 
 

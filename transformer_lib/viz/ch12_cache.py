@@ -19,8 +19,12 @@ import transformer_lib as tl
 from .ch11_toy import position_labels
 from .explorer import Explorer, heatmap
 
-NOT_COMPUTED_GREY = matplotlib.colormaps["viridis"].with_extremes(bad="#d9d9d9")  # NaN cells drawn grey
-STATUS_COLOURS = ListedColormap(["#ffffff", "#6baed6", "#fd8d3c"])  # white: not produced yet, blue: cached, orange: new
+NOT_COMPUTED_GREY = matplotlib.colormaps["viridis"].with_extremes(
+    bad="#d9d9d9"
+)  # NaN cells drawn grey
+STATUS_COLOURS = ListedColormap(
+    ["#ffffff", "#6baed6", "#fd8d3c"]
+)  # white: not produced yet, blue: cached, orange: new
 
 
 def step_cells(T: int, t: int, use_cache: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -35,7 +39,9 @@ def step_cells(T: int, t: int, use_cache: bool) -> tuple[np.ndarray, np.ndarray]
     return causal & rows, status
 
 
-def cache_explorer(weights: np.ndarray | torch.Tensor | None = None, labels: list[str] | None = None) -> Explorer:
+def cache_explorer(
+    weights: np.ndarray | torch.Tensor | None = None, labels: list[str] | None = None
+) -> Explorer:
     """Controls: the decoding step and whether the KV cache is used. ``weights``: one (T, T) decoder
     self-attention map (a layer and head of ``Transformer.forward(..., return_attention=True)``)."""
     if weights is None:
@@ -49,19 +55,44 @@ def cache_explorer(weights: np.ndarray | torch.Tensor | None = None, labels: lis
         ax = fig.add_axes((0.14, 0.17, 0.56, 0.68))
         cax = fig.add_axes((0.72, 0.17, 0.025, 0.68))
         ax_kv = fig.add_axes((0.82, 0.17, 0.14, 0.68))
-        shown = np.where(computed, weights, np.nan)  # cells not computed at this step: grey, "masked" on hover
-        grid = heatmap(ax, shown, labels, labels, title="attention weights computed this step", cmap=NOT_COMPUTED_GREY,
-                       row_name="query position", col_name="key position", colorbar=False)
+        shown = np.where(
+            computed, weights, np.nan
+        )  # cells not computed at this step: grey, "masked" on hover
+        grid = heatmap(
+            ax,
+            shown,
+            labels,
+            labels,
+            title="attention weights computed this step",
+            cmap=NOT_COMPUTED_GREY,
+            row_name="query position",
+            col_name="key position",
+            colorbar=False,
+        )
         fig.colorbar(ax.images[0], cax=cax)
-        ax_kv.imshow(np.repeat(status[:, None], 2, axis=1), cmap=STATUS_COLOURS, vmin=0, vmax=2, aspect="auto")
+        ax_kv.imshow(
+            np.repeat(status[:, None], 2, axis=1),
+            cmap=STATUS_COLOURS,
+            vmin=0,
+            vmax=2,
+            aspect="auto",
+        )
         ax_kv.set_xticks([0, 1], ["K", "V"])
-        ax_kv.set_yticks([])  # the rows line up with the positions of the map on the left
+        ax_kv.set_yticks(
+            []
+        )  # the rows line up with the positions of the map on the left
         ax_kv.set_title("K/V rows", fontsize=10)
-        ax_kv.hlines(np.arange(1, T) - 0.5, -0.5, 1.5, color="#999999", lw=0.5)  # one row per position
+        ax_kv.hlines(
+            np.arange(1, T) - 0.5, -0.5, 1.5, color="#999999", lw=0.5
+        )  # one row per position
         n_rows = 1 if use_cache else step
         n_scores = step if use_cache else step * (step + 1) // 2
         mode = "with the KV cache" if use_cache else "without a cache"
-        fig.suptitle(f"step {step} {mode}: {n_rows} query row{'s' * (n_rows > 1)}, {n_scores} scores", fontsize=10, y=0.97)
+        fig.suptitle(
+            f"step {step} {mode}: {n_rows} query row{'s' * (n_rows > 1)}, {n_scores} scores",
+            fontsize=10,
+            y=0.97,
+        )
         ax_kv.set_xlabel("orange: new\nblue: cached", fontsize=8)
         return grid
 

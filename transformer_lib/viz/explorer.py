@@ -23,8 +23,9 @@ import itertools
 import json
 import re
 import struct
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,8 +35,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 MAX_FRAMES = 160  # a page's frames must stay well inside its 2 MB budget
-PALETTE_COLORS = 256  # frames of the static twin are palette PNGs with at most this many colours
-_counter = itertools.count()  # makes element ids unique within one kernel session, and repeatable
+PALETTE_COLORS = (
+    256  # frames of the static twin are palette PNGs with at most this many colours
+)
+_counter = (
+    itertools.count()
+)  # makes element ids unique within one kernel session, and repeatable
 
 
 @dataclass
@@ -74,8 +79,12 @@ def light_colorbar(
     x0, y0 = int(round((box.x1 + pad) * W)), int(round(box.y0 * H))
     h, w = max(int(round(box.height * H)), 2), max(int(round(width * W)), 1)
     gradient = np.linspace(vmax, vmin, h)[:, None].repeat(w, axis=1)  # top row = vmax
-    fig.figimage(gradient, xo=x0, yo=y0, cmap=cmap, vmin=vmin, vmax=vmax, origin="upper")
-    frame = Rectangle((x0 / W, y0 / H), w / W, h / H, transform=fig.transFigure, fill=False, lw=0.8)
+    fig.figimage(
+        gradient, xo=x0, yo=y0, cmap=cmap, vmin=vmin, vmax=vmax, origin="upper"
+    )
+    frame = Rectangle(
+        (x0 / W, y0 / H), w / W, h / H, transform=fig.transFigure, fill=False, lw=0.8
+    )
     fig.add_artist(frame)
     for v in np.linspace(vmin, vmax, ticks):
         y = (y0 + (v - vmin) / (vmax - vmin) * h) / H
@@ -109,21 +118,46 @@ def heatmap(
     """
     values = np.asarray(values, dtype=float)
     n_rows, n_cols = values.shape
-    row_labels = [str(r) for r in (row_labels if row_labels is not None else range(n_rows))]
-    col_labels = [str(c) for c in (col_labels if col_labels is not None else range(n_cols))]
-    im = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
+    row_labels = [
+        str(r) for r in (row_labels if row_labels is not None else range(n_rows))
+    ]
+    col_labels = [
+        str(c) for c in (col_labels if col_labels is not None else range(n_cols))
+    ]
+    im = ax.imshow(
+        values, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest"
+    )
     if masked is not None:
-        shade = np.ma.masked_where(~np.asarray(masked, dtype=bool), np.ones_like(values))
-        ax.imshow(shade, cmap="Greys", vmin=0, vmax=2.5, aspect="auto", interpolation="nearest", alpha=0.9)
+        shade = np.ma.masked_where(
+            ~np.asarray(masked, dtype=bool), np.ones_like(values)
+        )
+        ax.imshow(
+            shade,
+            cmap="Greys",
+            vmin=0,
+            vmax=2.5,
+            aspect="auto",
+            interpolation="nearest",
+            alpha=0.9,
+        )
     long_labels = max(map(len, col_labels), default=0) > 2
-    ax.set_xticks(range(n_cols), col_labels, rotation=45 if long_labels else 0, ha="right" if long_labels else "center")
+    ax.set_xticks(
+        range(n_cols),
+        col_labels,
+        rotation=45 if long_labels else 0,
+        ha="right" if long_labels else "center",
+    )
     ax.set_yticks(range(n_rows), row_labels)
     ax.set_xlabel(col_name)
     ax.set_ylabel(row_name)
     if title:
         ax.set_title(title)
     if annotate == "rowmax":
-        cells = [(i, int(np.nanargmax(row))) for i, row in enumerate(values) if np.isfinite(row).any()]
+        cells = [
+            (i, int(np.nanargmax(row)))
+            for i, row in enumerate(values)
+            if np.isfinite(row).any()
+        ]
     elif annotate:
         cells = [(i, j) for (i, j), _ in np.ndenumerate(values)]
     else:
@@ -134,9 +168,13 @@ def heatmap(
             continue
         colour = "white" if (vmax is not None and val < 0.6 * vmax) else "black"
         size = 8 if annotate == "rowmax" else 7
-        ax.text(j, i, fmt.format(val), ha="center", va="center", fontsize=size, color=colour)
+        ax.text(
+            j, i, fmt.format(val), ha="center", va="center", fontsize=size, color=colour
+        )
     if colorbar == "light":
-        light_colorbar(ax, 0.0 if vmin is None else vmin, 1.0 if vmax is None else vmax, cmap)
+        light_colorbar(
+            ax, 0.0 if vmin is None else vmin, 1.0 if vmax is None else vmax, cmap
+        )
     elif colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     return HoverGrid(ax, values, row_labels, col_labels, row_name, col_name)
@@ -147,7 +185,10 @@ def _is_bool_options(options: Sequence) -> bool:
 
 
 def _is_number_options(options: Sequence) -> bool:
-    return all(isinstance(o, (int, float, np.number)) and not isinstance(o, (bool, np.bool_)) for o in options)
+    return all(
+        isinstance(o, (int, float, np.number)) and not isinstance(o, (bool, np.bool_))
+        for o in options
+    )
 
 
 def _option_text(option: Any) -> str:
@@ -169,9 +210,22 @@ def _label_html(text: str) -> tuple[str, bool]:
 
 
 _TEX_WORDS = {
-    "sqrt": "\u221a", "cdot": "\u00b7", "times": "\u00d7", "top": "\u1d40", "to": "\u2192", "infty": "\u221e",
-    "alpha": "\u03b1", "beta": "\u03b2", "gamma": "\u03b3", "epsilon": "\u03b5", "theta": "\u03b8",
-    "lambda": "\u03bb", "mu": "\u03bc", "sigma": "\u03c3", "tau": "\u03c4", "omega": "\u03c9",
+    "sqrt": "\u221a",
+    "cdot": "\u00b7",
+    "times": "\u00d7",
+    "top": "\u1d40",
+    "to": "\u2192",
+    "infty": "\u221e",
+    "alpha": "\u03b1",
+    "beta": "\u03b2",
+    "gamma": "\u03b3",
+    "epsilon": "\u03b5",
+    "theta": "\u03b8",
+    "lambda": "\u03bb",
+    "mu": "\u03bc",
+    "sigma": "\u03c3",
+    "tau": "\u03c4",
+    "omega": "\u03c9",
 }
 
 
@@ -179,7 +233,11 @@ def _plain(text: str) -> str:
     """``text`` for alt text: ``$\\sqrt{d_k}$`` becomes ``\u221ad_k`` (no TeX markup read aloud)."""
 
     def untex(m: re.Match) -> str:
-        body = re.sub(r"\\([A-Za-z]+)\s*", lambda w: _TEX_WORDS.get(w.group(1), w.group(1)), m.group(1))
+        body = re.sub(
+            r"\\([A-Za-z]+)\s*",
+            lambda w: _TEX_WORDS.get(w.group(1), w.group(1)),
+            m.group(1),
+        )
         return re.sub(r"[{}]", "", body)
 
     return _INLINE_MATH.sub(untex, text)
@@ -191,7 +249,9 @@ def _palette_png(rgba: np.ndarray) -> bytes:
     from PIL import Image  # a matplotlib dependency
 
     rgb = Image.fromarray(np.ascontiguousarray(rgba[..., :3]))
-    quant = rgb.quantize(colors=PALETTE_COLORS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    quant = rgb.quantize(
+        colors=PALETTE_COLORS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
+    )
     out = io.BytesIO()
     quant.save(out, format="PNG", compress_level=9)
     return out.getvalue()
@@ -231,15 +291,21 @@ class Explorer:
         self.defaults = {name: opts[0] for name, opts in self.controls.items()}
         for name, value in (defaults or {}).items():
             if name not in self.controls or value not in self.controls[name]:
-                raise ValueError(f"default {name}={value!r} is not one of the options {self.controls.get(name)}")
+                raise ValueError(
+                    f"default {name}={value!r} is not one of the options {self.controls.get(name)}"
+                )
             self.defaults[name] = value
         self.labels = {name: (labels or {}).get(name, name) for name in self.controls}
         self.figsize, self.dpi, self.title = figsize, dpi, title
         n_frames = int(np.prod([len(o) for o in self.controls.values()]))
         if n_frames > MAX_FRAMES:
-            raise ValueError(f"{n_frames} combinations of control values exceed MAX_FRAMES={MAX_FRAMES}")
+            raise ValueError(
+                f"{n_frames} combinations of control values exceed MAX_FRAMES={MAX_FRAMES}"
+            )
         self._fig = Figure(figsize=figsize, dpi=dpi)
-        self._canvas = FigureCanvasAgg(self._fig)  # draws off-screen, whatever backend Jupyter uses
+        self._canvas = FigureCanvasAgg(
+            self._fig
+        )  # draws off-screen, whatever backend Jupyter uses
         self._widget = None
 
     # -- drawing -------------------------------------------------------------------------------
@@ -269,7 +335,11 @@ class Explorer:
     def _hover_data(fig: Figure, grids) -> list[dict]:
         if grids is None:
             return []
-        grids = [grids] if isinstance(grids, HoverGrid) else [g for g in grids if isinstance(g, HoverGrid)]
+        grids = (
+            [grids]
+            if isinstance(grids, HoverGrid)
+            else [g for g in grids if isinstance(g, HoverGrid)]
+        )
         w, h = fig.canvas.get_width_height()
         out = []
         for g in grids:
@@ -277,8 +347,16 @@ class Explorer:
             out.append(
                 {
                     # axes box as fractions of the image, origin top-left
-                    "box": [bbox.x0 / w, 1 - bbox.y1 / h, bbox.width / w, bbox.height / h],
-                    "v": [[None if not np.isfinite(x) else float(f"{x:.4g}") for x in row] for row in g.values],
+                    "box": [
+                        bbox.x0 / w,
+                        1 - bbox.y1 / h,
+                        bbox.width / w,
+                        bbox.height / h,
+                    ],
+                    "v": [
+                        [None if not np.isfinite(x) else float(f"{x:.4g}") for x in row]
+                        for row in g.values
+                    ],
                     "r": list(g.row_labels),
                     "c": list(g.col_labels),
                     "rn": g.row_name,
@@ -293,13 +371,20 @@ class Explorer:
         if self._widget is None:
             import ipywidgets as W
 
-            self._image = W.Image(format="png", layout=W.Layout(max_width="100%", height="auto"))
+            self._image = W.Image(
+                format="png", layout=W.Layout(max_width="100%", height="auto")
+            )
             style = {"description_width": "initial"}  # never truncate a label
             ctrls = {}
             for name, opts in self.controls.items():
                 label = self.labels[name]
                 if _is_bool_options(opts):
-                    c = W.Checkbox(value=bool(self.defaults[name]), description=label, indent=False, style=style)
+                    c = W.Checkbox(
+                        value=bool(self.defaults[name]),
+                        description=label,
+                        indent=False,
+                        style=style,
+                    )
                 elif _is_number_options(opts):
                     c = W.SelectionSlider(
                         options=[(_option_text(o), o) for o in opts],
@@ -309,7 +394,12 @@ class Explorer:
                         style=style,
                     )
                 else:
-                    c = W.Dropdown(options=opts, value=self.defaults[name], description=label, style=style)
+                    c = W.Dropdown(
+                        options=opts,
+                        value=self.defaults[name],
+                        description=label,
+                        style=style,
+                    )
                 ctrls[name] = c
 
             def on_change(_change=None):
@@ -321,7 +411,9 @@ class Explorer:
             row = W.HBox(list(ctrls.values()), layout=W.Layout(flex_flow="row wrap"))
             parts = [row, self._image]
             if self.title:
-                parts.insert(0, W.HTMLMath(f"<b>{html.escape(self.title)}</b>"))  # typesets $...$
+                parts.insert(
+                    0, W.HTMLMath(f"<b>{html.escape(self.title)}</b>")
+                )  # typesets $...$
             self._widget = W.VBox(parts)
         return self._widget
 
@@ -340,28 +432,48 @@ class Explorer:
             grids = self._draw(values)
             self._canvas.draw()
             hover = self._hover_data(self._fig, grids)
-            rgba = np.asarray(self._canvas.buffer_rgba())  # (H, W, 4) uint8, what savefig would write
-            digest = hashlib.sha1(rgba.tobytes()).digest() + bytes(str(rgba.shape), "ascii")
+            rgba = np.asarray(
+                self._canvas.buffer_rgba()
+            )  # (H, W, 4) uint8, what savefig would write
+            digest = hashlib.sha1(rgba.tobytes()).digest() + bytes(
+                str(rgba.shape), "ascii"
+            )
             key = ",".join(map(str, idx))
             if digest in seen:
                 out[key] = {"ref": seen[digest], "hover": hover}
             else:
                 seen[digest] = key
-                out[key] = {"png": base64.b64encode(_palette_png(rgba)).decode("ascii"), "hover": hover}
+                out[key] = {
+                    "png": base64.b64encode(_palette_png(rgba)).decode("ascii"),
+                    "hover": hover,
+                }
         return out
 
     def _describe(self, values: dict[str, Any]) -> str:
         """Alt text: the title and the value of every control."""
-        settings = "; ".join(f"{_plain(self.labels[n])}: {_option_text(values[n])}" for n in self.controls)
-        return f"{_plain(self.title)} ({settings})" if self.title else f"Interactive figure ({settings})"
+        settings = "; ".join(
+            f"{_plain(self.labels[n])}: {_option_text(values[n])}"
+            for n in self.controls
+        )
+        return (
+            f"{_plain(self.title)} ({settings})"
+            if self.title
+            else f"Interactive figure ({settings})"
+        )
 
     def to_html(self) -> str:
         """A self-contained HTML block (inline PNGs and a small script) that needs no kernel and no network."""
         names = list(self.controls)
         frames = self.frames()
-        default_key = ",".join(str(self.controls[n].index(self.defaults[n])) for n in names)
-        frames_json = json.dumps(frames, separators=(",", ":")).replace("<", "\\u003c")  # never ends the script
-        digest = hashlib.sha1(f"{next(_counter)}|{self.title}|{names}|{frames_json}".encode()).hexdigest()
+        default_key = ",".join(
+            str(self.controls[n].index(self.defaults[n])) for n in names
+        )
+        frames_json = json.dumps(frames, separators=(",", ":")).replace(
+            "<", "\\u003c"
+        )  # never ends the script
+        digest = hashlib.sha1(
+            f"{next(_counter)}|{self.title}|{names}|{frames_json}".encode()
+        ).hexdigest()
         uid = "tlx-" + digest[:12]
         first = frames[default_key]
         first_png = first["png"] if "png" in first else frames[first["ref"]]["png"]
@@ -392,7 +504,7 @@ class Explorer:
                 texts = json.dumps([_option_text(o) for o in opts])
                 parts.append(
                     f'<label class="tl-ctl tl-ctl-range">{span} <input type="range" min="0" max="{len(opts) - 1}" '
-                    f"step=\"1\" value=\"{d}\" data-k=\"{k}\" aria-valuetext=\"{html.escape(_option_text(opts[d]))}\" "
+                    f'step="1" value="{d}" data-k="{k}" aria-valuetext="{html.escape(_option_text(opts[d]))}" '
                     f"data-texts='{html.escape(texts)}'> "
                     f'<output aria-hidden="true">{html.escape(_option_text(opts[d]))}</output></label>'
                 )
@@ -401,7 +513,9 @@ class Explorer:
                     f'<option value="{i}"{" selected" if i == d else ""}>{html.escape(str(o))}</option>'
                     for i, o in enumerate(opts)
                 )
-                parts.append(f'<label class="tl-ctl tl-ctl-select">{span} <select data-k="{k}">{options}</select></label>')
+                parts.append(
+                    f'<label class="tl-ctl tl-ctl-select">{span} <select data-k="{k}">{options}</select></label>'
+                )
         parts.append("</div>")
         parts.append(
             '<div class="tl-explorer-figure" style="position:relative;display:inline-block;max-width:100%">'
@@ -412,15 +526,23 @@ class Explorer:
             'font:12px/1.5 sans-serif;white-space:nowrap"></div></div>'
         )
         if has_hover:
-            parts.append('<div class="tl-explorer-hint">Point at a cell to read its value.</div>')
-        parts.append(f'<script type="application/json" class="tl-frames">{frames_json}</script>')
+            parts.append(
+                '<div class="tl-explorer-hint">Point at a cell to read its value.</div>'
+            )
+        parts.append(
+            f'<script type="application/json" class="tl-frames">{frames_json}</script>'
+        )
         describe = {
             "title": _plain(self.title) if self.title else "Interactive figure",
             "labels": [_plain(self.labels[n]) for n in names],
             "texts": [[_option_text(o) for o in self.controls[n]] for n in names],
         }
-        describe_json = json.dumps(describe, separators=(",", ":")).replace("<", "\\u003c")
-        parts.append(f'<script type="application/json" class="tl-describe">{describe_json}</script>')
+        describe_json = json.dumps(describe, separators=(",", ":")).replace(
+            "<", "\\u003c"
+        )
+        parts.append(
+            f'<script type="application/json" class="tl-describe">{describe_json}</script>'
+        )
         parts.append(f"<script>{_JS.replace('__UID__', uid)}</script>")
         parts.append("</div>")
         return "".join(parts)
@@ -436,7 +558,9 @@ class Explorer:
         except Exception:  # no ipywidgets or no frontend: the static twin is enough
             view = {}
         if view and "application/vnd.jupyter.widget-view+json" in view:
-            bundle["application/vnd.jupyter.widget-view+json"] = view["application/vnd.jupyter.widget-view+json"]
+            bundle["application/vnd.jupyter.widget-view+json"] = view[
+                "application/vnd.jupyter.widget-view+json"
+            ]
         return bundle
 
 
@@ -506,7 +630,7 @@ _JS = r"""
 """
 
 
-def show_source(obj) -> "Markdown":
+def show_source(obj) -> Markdown:
     """Display the library's own source of ``obj`` as a highlighted code block (never a retyped copy)."""
     import inspect
 
@@ -514,7 +638,9 @@ def show_source(obj) -> "Markdown":
 
     src = inspect.getsource(obj)
     module = inspect.getmodule(obj).__name__
-    return Markdown(f"Source of `{obj.__qualname__}` in `{module}`:\n\n```python\n{src}```")
+    return Markdown(
+        f"Source of `{obj.__qualname__}` in `{module}`:\n\n```python\n{src}```"
+    )
 
 
 def figure(figsize: tuple[float, float] = (6, 4), **kwargs) -> tuple[Figure, Any]:
