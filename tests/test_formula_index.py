@@ -772,7 +772,7 @@ def _explicit_sdpa(q, k, v, attn_mask=None, enable_gqa=False, **_):
 
 @pytest.mark.parametrize("n_kv_heads", [None, 2], ids=["mha", "gqa"])
 def test_derivation_decode_cost_matches_torch_flop_counter(n_kv_heads):
-    """C(t) of one greedy step, with and without a cache   (eq-decode-flops), is what torch counts: 2 FLOPs per multiply-add.
+    """C(t) of one greedy step, with and without a cache   (eq-decode-macs), is what torch counts: 2 FLOPs per multiply-add.
 
     The fused CPU attention kernel has no FLOP formula in torch, so attention runs through the explicit path here.
     """

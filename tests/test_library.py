@@ -327,7 +327,7 @@ def test_repeat_kv_is_repeat_interleave(n_rep):
             assert torch.equal(r[:, j], k[:, j // n_rep])
 
 
-def test_kv_cache_bytes_formula():
+def test_kv_cache_nbytes_formula():
     for h, h_kv, dtype in [
         (8, 8, torch.float32),
         (8, 2, torch.float16),
@@ -338,10 +338,13 @@ def test_kv_cache_bytes_formula():
         k, v = m.project_kv(torch.randn(B, T, 64), torch.randn(B, T, 64))
         k, v = k.to(dtype), v.to(dtype)
         assert (
-            m.kv_cache_bytes(B, T, dtype)
+            m.kv_cache_nbytes(B, T, dtype)
             == k.nbytes + v.nbytes
             == 2 * B * h_kv * T * (64 // h) * k.element_size()
+            == tl.kv_cache_nbytes(1, B, h_kv, T, 64 // h, dtype)
         )
+    # one formula: chapter 5's method name is the same function
+    assert tl.MultiHeadAttention.kv_cache_bytes is tl.MultiHeadAttention.kv_cache_nbytes
 
 
 def test_cached_attention_step_equals_full_causal_attention():
@@ -525,6 +528,178 @@ def test_encoder_stack_matches_torch_encoder():
     for layer in ours:
         y = layer(y)
     torch.testing.assert_close(y, stack(x))
+
+
+# ------------------------------------------- the layers' own wiring: trace, cached step
+def torch_layers(norm_first: bool):
+    """A float64 PyTorch encoder and decoder layer and ours with their weights."""
+    kw = dict(dropout=0.0, norm_first=norm_first, batch_first=True, dtype=F64)
+    torch.manual_seed(11)
+    enc = nn.TransformerEncoderLayer(24, 4, 40, **kw).eval()
+    dec = nn.TransformerDecoderLayer(24, 4, 40, **kw).eval()
+    return enc, tl.EncoderLayer.from_torch(enc), dec, tl.DecoderLayer.from_torch(dec)
+
+
+def rewired_encoder(layer: tl.EncoderLayer, x, mask) -> dict:
+    """Chapter 9's tensors, wired by hand from the layer's submodules."""
+    attn, ln1, ln2 = layer.self_attn, layer.self_attn_block.norm, layer.ffn_block.norm
+    if layer.norm_first:  # Pre-LN: the sums are not normalised
+        z_attn, w = attn(ln1(x), ln1(x), ln1(x), mask, need_weights=True)
+        z1 = x + z_attn
+        z_ffn = layer.ffn(ln2(z1))
+        out = z1 + z_ffn
+    else:
+        z_attn, w = attn(x, x, x, mask, need_weights=True)
+        z1 = ln1(x + z_attn)
+        z_ffn = layer.ffn(z1)
+        out = ln2(z1 + z_ffn)
+    names = ["X_pos", "Z_attn", "Z_add_norm_1", "Z_ffn", "Z_encoder_output"]
+    return dict(zip(names, [x, z_attn, z1, z_ffn, out], strict=True), weights=w)
+
+
+def rewired_decoder(layer: tl.DecoderLayer, y, memory, self_mask, cross_mask) -> dict:
+    """Chapter 10's tensors, wired by hand from the layer's submodules."""
+    ln1, ln2 = layer.self_attn_block.norm, layer.cross_attn_block.norm
+    ln3 = layer.ffn_block.norm
+    if layer.norm_first:
+        a = ln1(y)
+        z_masked, w_self = layer.self_attn(a, a, a, self_mask, need_weights=True)
+        z2 = y + z_masked
+        z_cross, w_cross = layer.cross_attn(
+            ln2(z2), memory, memory, cross_mask, need_weights=True
+        )
+        z3 = z2 + z_cross
+        z_ffn = layer.ffn(ln3(z3))
+        out = z3 + z_ffn
+    else:
+        z_masked, w_self = layer.self_attn(y, y, y, self_mask, need_weights=True)
+        z2 = ln1(y + z_masked)
+        z_cross, w_cross = layer.cross_attn(
+            z2, memory, memory, cross_mask, need_weights=True
+        )
+        z3 = ln2(z2 + z_cross)
+        z_ffn = layer.ffn(z3)
+        out = ln3(z3 + z_ffn)
+    return {
+        "Y_pos": y,
+        "Z_encoder_output": memory,
+        "Z_masked_attn": z_masked,
+        "self_weights": w_self,
+        "Z_add_norm_2": z2,
+        "Z_cross_attn": z_cross,
+        "cross_weights": w_cross,
+        "Z_add_norm_3": z3,
+        "Z_ffn_decoder": z_ffn,
+        "Z_decoder_output": out,
+    }
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
+def test_encoder_trace_is_the_chapter_9_chain(norm_first):
+    ref, layer, _, _ = torch_layers(norm_first)
+    x, mask = rand(3, 6, 24, seed=4), tl.padding_mask([6, 4, 1], 6)
+    trace = {}
+    out = layer(x, mask, trace=trace)
+    want = rewired_encoder(layer, x, mask)
+    assert list(trace) == list(want)
+    for name, tensor in want.items():
+        torch.testing.assert_close(trace[name], tensor, atol=1e-14, rtol=0)
+    # the trace does not change the output: the path that returns weights, bit for bit,
+    # the default (fused) path to rounding, and PyTorch's layer
+    assert torch.equal(out, layer(x, mask, need_weights=True)[0])
+    torch.testing.assert_close(out, layer(x, mask), atol=1e-12, rtol=0)
+    expected = ref(x, src_key_padding_mask=~mask[:, 0, 0])
+    torch.testing.assert_close(out, expected, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
+def test_decoder_trace_is_the_chapter_10_chain(norm_first):
+    _, _, ref, layer = torch_layers(norm_first)
+    y, memory = rand(3, 5, 24, seed=1), rand(3, 7, 24, seed=2)
+    causal, pad = tl.causal_mask(5), tl.padding_mask([7, 5, 2], 7)
+    trace = {}
+    out = layer(y, memory, causal, pad, trace=trace)
+    want = rewired_decoder(layer, y, memory, causal, pad)
+    assert set(trace) == set(want)
+    for name, tensor in want.items():
+        torch.testing.assert_close(trace[name], tensor, atol=1e-14, rtol=0)
+    assert torch.equal(out, layer(y, memory, causal, pad, need_weights=True)[0])
+    torch.testing.assert_close(out, layer(y, memory, causal, pad), atol=1e-12, rtol=0)
+    expected = ref(y, memory, tgt_mask=~causal, memory_key_padding_mask=~pad[:, 0, 0])
+    torch.testing.assert_close(out, expected, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
+@pytest.mark.parametrize("n_kv_heads", [4, 2, 1], ids=["mha", "gqa", "mqa"])
+def test_decoder_decode_step_is_forward_one_position_at_a_time(norm_first, n_kv_heads):
+    """The layer's cached step, fed the positions one by one (then three at once),
+    gives what forward gives for the whole causal sequence   (eq. kv-append, kv-step)."""
+    torch.manual_seed(3)
+    layer = tl.DecoderLayer(24, 4, 40, norm_first, n_kv_heads=n_kv_heads)
+    layer = layer.double().eval()
+    y, memory = rand(2, 7, 24, seed=5), rand(2, 6, 24, seed=6)
+    pad = tl.padding_mask([6, 3], 6)
+    want = layer(y, memory, tl.causal_mask(7), pad)
+    for capacity in (None, 7):
+        cache = tl.KVCache(1, 2, n_kv_heads, 6, capacity, dtype=F64)
+        layer.cache_memory_kv(memory, cache, 0)
+        cache.cross_mask = pad
+        steps = [layer.decode_step(y[:, t : t + 1], cache, 0) for t in range(4)]
+        # three new positions at once: the past, and their own causal triangle
+        steps.append(layer.decode_step(y[:, 4:], cache, 0, tl.causal_mask(3, 7)))
+        assert cache.length == 7
+        got = torch.cat(steps, dim=1)
+        torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+    # its trace holds the decoder's names for the new position
+    cache = tl.KVCache(1, 2, n_kv_heads, 6, dtype=F64)
+    layer.cache_memory_kv(memory, cache, 0)
+    cache.cross_mask = pad
+    trace = {}
+    layer.decode_step(y[:, :1], cache, 0, trace=trace)
+    assert set(trace) == set(rewired_decoder(layer, y, memory, None, pad)) - {
+        "Z_encoder_output"
+    }
+    assert trace["cross_weights"].shape == (2, 4, 1, 6)
+
+
+def test_old_sublayer_names_are_read_only_aliases():
+    enc, dec = tl.EncoderLayer(8, 2, 16), tl.DecoderLayer(8, 2, 16)
+    assert (enc.sub1, enc.sub2) == (enc.self_attn_block, enc.ffn_block)
+    assert (dec.sub1, dec.sub2, dec.sub3) == (
+        dec.self_attn_block,
+        dec.cross_attn_block,
+        dec.ffn_block,
+    )
+    assert isinstance(dec.sub2, tl.Residual)
+    with pytest.raises(AttributeError, match="set cross_attn_block instead"):
+        dec.sub2 = tl.Residual(8, False, 1e-5, 0.0)
+    assert not any(".sub" in k or k.startswith("sub") for k in dec.state_dict())
+
+
+@pytest.mark.parametrize("cls", [tl.EncoderLayer, tl.DecoderLayer])
+def test_a_state_dict_with_the_old_sublayer_names_still_loads(cls):
+    torch.manual_seed(0)
+    saved = cls(8, 2, 16)
+    new_to_old = {"self_attn_block": "sub1"}
+    if cls is tl.DecoderLayer:
+        new_to_old.update(cross_attn_block="sub2", ffn_block="sub3")
+    else:
+        new_to_old.update(ffn_block="sub2")
+    old_keys = {}
+    for key, value in saved.state_dict().items():
+        block, _, rest = key.partition(".")
+        old_keys[f"{new_to_old.get(block, block)}.{rest}"] = value
+    assert "sub1.norm.weight" in old_keys
+    loaded = cls(8, 2, 16)
+    loaded.load_state_dict(old_keys)  # strict: every key found
+    for (k1, v1), (k2, v2) in zip(
+        saved.state_dict().items(), loaded.state_dict().items(), strict=True
+    ):
+        assert k1 == k2 and torch.equal(v1, v2)
+    # and nested inside a model, under its own prefix
+    model = nn.ModuleList([cls(8, 2, 16)])
+    model.load_state_dict({f"0.{k}": v for k, v in old_keys.items()})
+    assert torch.equal(model[0].sub1.norm.weight, saved.self_attn_block.norm.weight)
 
 
 # ------------------------------------------------------------------------ positional encodings
