@@ -1,8 +1,10 @@
-"""transformer_lib against PyTorch's own built-ins, its documented properties, and its error messages.
+"""transformer_lib against PyTorch's own built-ins, its documented properties, and its
+error messages.
 
-Comparisons run in float64 with ``torch.testing.assert_close`` over parametrized shapes and seeds.
-Masks: this library uses True = may attend; torch's ``key_padding_mask`` and the bool ``src_mask`` /
-``tgt_mask`` of nn.Transformer*Layer use True = ignore, so those tests translate with ``~``.
+Comparisons run in float64 with ``torch.testing.assert_close`` over parametrized shapes
+and seeds. Masks: this library uses True = may attend; torch's ``key_padding_mask`` and
+the bool ``src_mask`` / ``tgt_mask`` of nn.Transformer*Layer use True = ignore, so those
+tests translate with ``~``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def rand(*shape, dtype=F64, seed=None):
     return torch.randn(*shape, generator=g, dtype=dtype)
 
 
-# ---------------------------------------------------------------------------------- softmax
+# ------------------------------------------------------------------------------ softmax
 @pytest.mark.parametrize(
     "shape,dim", [((5,), -1), ((3, 7), -1), ((2, 4, 6), 1), ((2, 3, 4, 5), 0)]
 )
@@ -85,7 +87,7 @@ def test_low_precision_runs_and_stays_finite(dtype):
     assert torch.isfinite(ln).all()
 
 
-# -------------------------------------------------------------------- scaled dot-product attention
+# --------------------------------------------------------- scaled dot-product attention
 SDPA_SHAPES = [
     # (batch dims, T_q, T_k, d_k, d_v)
     ((), 4, 4, 8, 8),
@@ -164,7 +166,8 @@ def test_sdpa_fully_masked_rows_are_zero():
 
 
 def test_scaled_scores_variance():
-    """Var(q . k) = d_k for independent unit-variance components (eq-dot-variance); the scale restores 1."""
+    """Var(q . k) = d_k for independent unit-variance components (eq-dot-variance); the
+    scale restores 1."""
     g = torch.Generator().manual_seed(0)
     for d_k in (4, 64, 256):
         q = torch.randn(20000, 1, d_k, generator=g, dtype=F64)
@@ -200,7 +203,7 @@ def test_causal_outputs_ignore_the_future(T, t, seed):
     torch.testing.assert_close(y[:, : t + 1], y2[:, : t + 1])
 
 
-# --------------------------------------------------------------------------------------- masks
+# -------------------------------------------------------------------------------- masks
 @pytest.mark.parametrize("T_q,T_k", [(1, 1), (4, 4), (3, 7), (1, 6), (5, 5)])
 def test_causal_mask_end_aligned(T_q, T_k):
     m = tl.causal_mask(T_q, T_k)
@@ -248,7 +251,7 @@ def test_padding_mask_matches_key_padding():
     assert torch.isfinite(out).all()
 
 
-# ------------------------------------------------------------------------ multi-head attention
+# ----------------------------------------------------------------- multi-head attention
 MHA_CASES = [(16, 4, 2, 5, 5), (24, 3, 3, 4, 7), (8, 1, 1, 6, 2), (32, 8, 2, 1, 9)]
 
 
@@ -304,7 +307,8 @@ def test_gqa_equals_mha_when_groups_are_full():
 
 
 def test_gqa_matches_torch_enable_gqa():
-    """Each query head j reads K/V head j // (h / h_kv): the same grouping as torch's enable_gqa."""
+    """Each query head j reads K/V head j // (h / h_kv): the same grouping as torch's
+    enable_gqa."""
     q, k, v = (
         rand(2, 6, 5, 4, seed=1),
         rand(2, 2, 5, 4, seed=2),
@@ -375,7 +379,7 @@ def test_cached_attention_step_equals_full_causal_attention():
         torch.testing.assert_close(torch.cat(outs, dim=2), full)
 
 
-# ------------------------------------------------------------------------------- LayerNorm
+# ---------------------------------------------------------------------------- LayerNorm
 @pytest.mark.parametrize("shape", [(7,), (2, 5, 16), (3, 4, 6, 9)])
 @pytest.mark.parametrize("eps", [1e-5, 1e-2])
 def test_layer_norm_matches_torch(shape, eps):
@@ -411,7 +415,8 @@ def test_layer_norm_stable_for_large_offset(dtype):
 
 
 def test_layer_norm_article_form():
-    """(z - mu) / (sigma + eps) differs from nn.LayerNorm's (z - mu) / sqrt(sigma^2 + eps) only when sigma is small."""
+    """(z - mu) / (sigma + eps) differs from nn.LayerNorm's
+    (z - mu) / sqrt(sigma^2 + eps) only when sigma is small."""
     g, b = torch.ones(8, dtype=F64), torch.zeros(8, dtype=F64)
     x = rand(3, 8) * 5
     torch.testing.assert_close(
@@ -427,7 +432,7 @@ def test_layer_norm_article_form():
     assert diff > 1e-3
 
 
-# ------------------------------------------------------------------------------- FFN, layers
+# -------------------------------------------------------------------------- FFN, layers
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_feed_forward_matches_torch_layer(activation):
     layer = nn.TransformerEncoderLayer(
@@ -503,7 +508,8 @@ def test_decoder_layer_matches_torch(norm_first, activation):
         memory_key_padding_mask=~src_pad[:, 0, 0],
     )
     torch.testing.assert_close(got, expected, atol=1e-12, rtol=1e-12)
-    # with the weights returned, the output is the same and the maps have the documented shapes
+    # with the weights returned, the output is the same and the maps have the documented
+    # shapes
     got2, w_self, w_cross = ours(
         y, memory, tl.causal_mask(5), src_pad, need_weights=True
     )
@@ -633,7 +639,7 @@ def test_decoder_trace_is_the_chapter_10_chain(norm_first):
 @pytest.mark.parametrize("n_kv_heads", [4, 2, 1], ids=["mha", "gqa", "mqa"])
 def test_decoder_decode_step_is_forward_one_position_at_a_time(norm_first, n_kv_heads):
     """The layer's cached step, fed the positions one by one (then three at once),
-    gives what forward gives for the whole causal sequence   (eq. kv-append, kv-step)."""
+    gives what forward gives for the whole causal sequence (eq. kv-append, kv-step)."""
     torch.manual_seed(3)
     layer = tl.DecoderLayer(24, 4, 40, norm_first, n_kv_heads=n_kv_heads)
     layer = layer.double().eval()
@@ -702,7 +708,7 @@ def test_a_state_dict_with_the_old_sublayer_names_still_loads(cls):
     assert torch.equal(model[0].sub1.norm.weight, saved.self_attn_block.norm.weight)
 
 
-# ------------------------------------------------------------------------ positional encodings
+# ----------------------------------------------------------------- positional encodings
 @pytest.mark.parametrize("T,d", [(1, 4), (10, 8), (50, 16), (7, 5)])
 def test_sinusoidal_pe_formula(T, d):
     pe = tl.sinusoidal_positional_encoding(T, d, dtype=F64)
@@ -718,7 +724,8 @@ def test_sinusoidal_pe_formula(T, d):
 @settings(max_examples=25, deadline=None)
 @given(k=st.integers(0, 40), d_half=st.integers(1, 16))
 def test_pe_shift_is_rotation(k, d_half):
-    """PE(pos + k) = M_k PE(pos) with M_k block-diagonal rotations that do not depend on pos."""
+    """PE(pos + k) = M_k PE(pos) with M_k block-diagonal rotations that do not depend on
+    pos."""
     d = 2 * d_half
     pe = tl.sinusoidal_positional_encoding(80, d, dtype=F64)
     w = 1.0 / 10000 ** (torch.arange(0, d, 2, dtype=F64) / d)
@@ -750,9 +757,14 @@ def test_rope_keeps_norm(d_half, seed):
 )
 def test_rope_relative(m, n, shift, seed):
     q, k = rand(1, 1, 16, seed=seed), rand(1, 1, 16, seed=seed + 1)
-    score = lambda a, b: (
-        tl.apply_rope(q, torch.tensor([a])) * tl.apply_rope(k, torch.tensor([b]))
-    ).sum()
+
+    def score(a: int, b: int) -> torch.Tensor:
+        qa, kb = (
+            tl.apply_rope(q, torch.tensor([a])),
+            tl.apply_rope(k, torch.tensor([b])),
+        )
+        return (qa * kb).sum()
+
     torch.testing.assert_close(score(m, n), score(m + shift, n + shift))
 
 
@@ -766,7 +778,7 @@ def test_rope_matches_complex_rotation():
     torch.testing.assert_close(tl.apply_rope(x, pos), torch.view_as_real(z).flatten(-2))
 
 
-# ------------------------------------------------------------------------------- bad input
+# ---------------------------------------------------------------------------- bad input
 def test_d_model_not_divisible_names_both_numbers():
     with pytest.raises(ValueError, match=r"d_model=10.*n_heads=3"):
         tl.MultiHeadAttention(10, 3)
@@ -789,7 +801,8 @@ def test_mask_that_cannot_broadcast_names_shapes():
             rand(2, 6, 8),
             torch.ones(3, 4, dtype=torch.bool),
         )
-    # a mask that would broadcast the scores to a *bigger* shape is refused too (no silent batch blow-up)
+    # a mask that would broadcast the scores to a *bigger* shape is refused too (no
+    # silent batch blow-up)
     with pytest.raises(ValueError, match=r"\(4, 5, 6\).*\(2, 5, 6\)"):
         tl.scaled_dot_product_attention(
             rand(2, 5, 8),
@@ -831,15 +844,17 @@ def test_other_bad_inputs_are_named():
         tl.FeedForward(8, 16, activation="swish")
 
 
-# ------------------------------------------------------------------------------- hygiene
+# ------------------------------------------------------------------------------ hygiene
 def test_quiet_import():
     code = (
         "import sys, torch\n"
-        "before = (torch.get_default_dtype(), torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),"
-        " torch.is_grad_enabled(), torch.random.initial_seed())\n"
+        "def state():\n"
+        "    return (torch.get_default_dtype(), torch.get_num_threads(),\n"
+        "            torch.are_deterministic_algorithms_enabled(),\n"
+        "            torch.is_grad_enabled(), torch.random.initial_seed())\n"
+        "before = state()\n"
         "import transformer_lib\n"
-        "after = (torch.get_default_dtype(), torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),"
-        " torch.is_grad_enabled(), torch.random.initial_seed())\n"
+        "after = state()\n"
         "assert before == after, (before, after)\n"
         "assert 'matplotlib' not in sys.modules and 'ipywidgets' not in sys.modules\n"
     )

@@ -1,5 +1,5 @@
-"""The encoder-decoder Transformer, greedy decoding with and without the KV cache, and the reversal task
-(chapters 11 and 12)."""
+"""The encoder-decoder Transformer, greedy decoding with and without the KV cache,
+end of sequence, and the reversal task (chapters 11 and 12)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def random_model(**kw) -> tl.Transformer:
     return tl.Transformer(small_config(**kw)).eval()
 
 
-# -- configuration and shapes --------------------------------------------------------------------
+# -- configuration and shapes ----------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,8 @@ def test_forward_shapes_and_attention_maps(norm_first):
 )  # nn.Transformer's own note on Pre-LN
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_matches_torch_nn_transformer(norm_first):
-    """Our stacks equal nn.Transformer's with the same weights (embedding and W_out are ours on both sides)."""
+    """Our stacks equal nn.Transformer's with the same weights (embedding and W_out are
+    ours on both sides)."""
     tt = nn.Transformer(
         d_model=32,
         nhead=4,
@@ -145,7 +146,7 @@ def test_load_torch_layers_refuses_post_ln_with_final_norms():
         random_model().load_torch_layers(tt)
 
 
-# -- greedy decoding: cached == uncached ---------------------------------------------------------
+# -- greedy decoding: cached == uncached -----------------------------------------------
 
 
 @pytest.mark.parametrize("n_kv_heads", [None, 2, 1], ids=["mha", "gqa", "mqa"])
@@ -167,7 +168,8 @@ def test_cached_and_uncached_decoding_agree(n_kv_heads, norm_first):
 
 
 def test_greedy_logits_are_teacher_forced_logits():
-    """Feeding BOS + the generated tokens back in one forward pass reproduces every step's logits."""
+    """Feeding BOS + the generated tokens back in one forward pass reproduces every
+    step's logits."""
     model = random_model()
     src = torch.randint(2, 23, (2, 6))
     tokens, logits = model.generate(src, 8, return_logits=True)
@@ -194,7 +196,8 @@ def test_time_decoding_times_every_step():
 
 
 def test_prefill_several_tokens_at_once():
-    """decode_step with T_new > 1 (a causal triangle over the new tokens) equals the full decoder."""
+    """decode_step with T_new > 1 (a causal triangle over the new tokens) equals the
+    full decoder."""
     model = random_model(n_kv_heads=2)
     src, tgt = torch.randint(2, 23, (2, 7)), torch.randint(2, 23, (2, 9))
     memory = model.encode(src)
@@ -223,12 +226,13 @@ def test_preallocated_and_concatenated_caches_agree():
         assert_close(out[0], out[1])
         tok = out[0][:, -1:].argmax(-1)
     for layer in range(2):
-        for a, b in zip(caches[0].self_kv(layer), caches[1].self_kv(layer)):
+        for a, b in zip(*(c.self_kv(layer) for c in caches), strict=True):
             assert_close(a, b)
 
 
 def test_kv_cache_matches_cached_attention_step():
-    """KVCache.append followed by attention over the cache is tl.cached_attention_step   (eq. kv-append, kv-step)."""
+    """KVCache.append followed by attention over the cache is tl.cached_attention_step
+    (eq. kv-append, kv-step)."""
     B, h, h_kv, d = 2, 4, 2, 8
     cache = tl.KVCache(1, B, h_kv, d, capacity=5)
     ck = cv = torch.zeros(B, h_kv, 0, d)
@@ -249,7 +253,8 @@ def test_kv_cache_matches_cached_attention_step():
 
 
 def test_past_hidden_states_do_not_change_when_a_token_is_appended():
-    """Why caching is exact: with the causal mask, position i never sees j > i, so its K/V stay put."""
+    """Why caching is exact: with the causal mask, position i never sees j > i, so its
+    K/V stay put."""
     model = random_model()
     src, tgt = torch.randint(2, 23, (2, 6)), torch.randint(2, 23, (2, 7))
     memory = model.encode(src)
@@ -261,13 +266,14 @@ def test_past_hidden_states_do_not_change_when_a_token_is_appended():
     )
 
 
-# -- memory ---------------------------------------------------------------------------------------
+# -- memory ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("n_kv_heads", [None, 2, 1], ids=["mha", "gqa", "mqa"])
 @pytest.mark.parametrize("capacity", [None, 12], ids=["cat", "prealloc"])
 def test_cache_nbytes_match_the_formula(n_kv_heads, capacity):
-    """Each cache tensor's nbytes = B h_kv T d_k s; all of them 2 L B h_kv (T + T_src) d_k s   (eq. kv-memory-total)."""
+    """Each cache tensor's nbytes = B h_kv T d_k s; all of them 2 L B h_kv (T + T_src)
+    d_k s   (eq. kv-memory-total)."""
     model = random_model(n_kv_heads=n_kv_heads)
     cfg, B, T_src, T = model.cfg, 3, 9, 12
     cache = model.init_cache(
@@ -313,7 +319,7 @@ def test_unfilled_preallocation_is_counted_apart():
     assert cache.allocated_nbytes() == tl.kv_cache_nbytes(2, 1, 2, 10, 4)
 
 
-# -- errors ---------------------------------------------------------------------------------------
+# -- errors ----------------------------------------------------------------------------
 
 
 def test_max_len_errors_name_the_numbers():
@@ -341,7 +347,7 @@ def test_generate_zero_tokens():
     assert tokens.shape == (2, 0) and logits.shape == (2, 0, 23)
 
 
-# -- end of sequence --------------------------------------------------------------------
+# -- end of sequence -------------------------------------------------------------------
 
 
 def eos_case():
@@ -403,7 +409,7 @@ def test_eos_id_must_be_a_token():
         random_model().generate(torch.randint(2, 23, (1, 4)), 3, eos_id=23)
 
 
-# -- FLOP counts ------------------------------------------------------------------------------------
+# -- multiply-add counts --------------------------------------------------------------
 
 
 def test_decode_step_macs_by_hand():
@@ -411,9 +417,11 @@ def test_decode_step_macs_by_hand():
     cfg = tl.TransformerConfig(
         vocab_size=5, d_model=4, n_heads=2, n_layers=1, d_ff=8, max_len=8
     )
-    # cached, t = 2: projections 4*16 + attention 2*2*4 + cross 2*16 + 2*3*4 + FFN 2*4*8 + W_out 4*5
+    # cached, t = 2: projections 4*16 + attention 2*2*4 + cross 2*16 + 2*3*4 + FFN 2*4*8
+    # + W_out 4*5
     assert tl.decode_step_macs(cfg, 2, 3, use_cache=True) == 64 + 16 + 32 + 24 + 64 + 20
-    # uncached, t = 2: two rows everywhere, 2 x 2 scores, and the memory's K, V again (2*3*4*4)
+    # uncached, t = 2: two rows everywhere, 2 x 2 scores, and the memory's K, V again
+    # (2*3*4*4)
     assert (
         tl.decode_step_macs(cfg, 2, 3, use_cache=False)
         == 2 * 64 + 2 * 16 + 2 * 32 + 2 * 24 + 96 + 2 * 64 + 20
@@ -436,7 +444,7 @@ def test_uncached_cost_grows_faster():
     assert u[2] - u[1] > 2 * (u[1] - u[0])  # uncached: a t^2 term
 
 
-# -- the reversal task ----------------------------------------------------------------------------
+# -- the reversal task -----------------------------------------------------------------
 
 
 def test_reversal_batch():
@@ -508,7 +516,8 @@ def test_train_reversal_reverses_unseen_sequences(trained):
 
 
 def test_a_cross_attention_head_reads_the_mirrored_position(trained):
-    """In at least one cross-attention head, >= 90% of output positions attend most to input T - 1 - i."""
+    """In at least one cross-attention head, >= 90% of output positions attend most to
+    input T - 1 - i."""
     model, _ = trained
     src, tgt_in, _ = tasks.reversal_batch(
         200, 8, torch.Generator().manual_seed(7), split="test"

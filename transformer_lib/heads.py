@@ -169,13 +169,17 @@ class MultiHeadAttention(nn.Module):
         new = new.to(device=m.in_proj_weight.device, dtype=m.in_proj_weight.dtype)
         with torch.no_grad():
             for proj, w in zip(
-                (new.q_proj, new.k_proj, new.v_proj), m.in_proj_weight.chunk(3)
+                (new.q_proj, new.k_proj, new.v_proj),
+                m.in_proj_weight.chunk(3),
+                strict=True,
             ):
                 proj.weight.copy_(w)
             new.o_proj.weight.copy_(m.out_proj.weight)
             if bias:
                 for proj, b in zip(
-                    (new.q_proj, new.k_proj, new.v_proj), m.in_proj_bias.chunk(3)
+                    (new.q_proj, new.k_proj, new.v_proj),
+                    m.in_proj_bias.chunk(3),
+                    strict=True,
                 ):
                     proj.bias.copy_(b)
                 new.o_proj.bias.copy_(m.out_proj.bias)

@@ -262,8 +262,9 @@ class DecoderLayer(_NamedSublayers):
         y (B, T_new, d_model) -> (B, T_new, d_model).
 
         ``index`` is this layer's slot in ``cache``. The new K, V are appended there and
-        the queries attend over every cached position; ``self_mask`` (T_new,
-        T_past + T_new) is needed only when T_new > 1 (:func:`causal_mask`, end-aligned).
+        the queries attend over every cached position; ``self_mask``
+        (T_new, T_past + T_new) is needed only when T_new > 1 (an end-aligned
+        :func:`causal_mask`).
         The cross-attention reads the memory's K, V from the cache
         (:meth:`cache_memory_kv`) with ``cache.cross_mask``. Same wiring as
         :meth:`forward`; a ``trace`` gets the same names except "Z_encoder_output".
@@ -297,8 +298,9 @@ class DecoderLayer(_NamedSublayers):
         return y
 
     def cache_memory_kv(self, memory: torch.Tensor, cache: KVCache, index: int) -> None:
-        """Compute the cross-attention K, V of the encoder output once and store them in
-        slot ``index`` of ``cache``: (B, T_src, d_model) -> (B, h_kv, T_src, d_k) each."""
+        """Compute the cross-attention K, V of the encoder output once and store them
+        in slot ``index`` of ``cache``: (B, T_src, d_model) -> (B, h_kv, T_src, d_k)
+        each."""
         cache.set_cross(index, *self.cross_attn.project_kv(memory, memory))
 
     def _sublayers(self, y, masked_attention, cross_attention, trace) -> torch.Tensor:
