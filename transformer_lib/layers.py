@@ -141,20 +141,17 @@ class EncoderLayer(_NamedSublayers):
         "Z_add_norm_1", "Z_ffn", "Z_encoder_output" (each (B, T, d_model); in Pre-LN
         the "add_norm" entries are the plain sums) and "weights".
         """
+        seen = {} if trace is None else trace  # the input and the weights go here
         keep = need_weights or trace is not None
-        w = {}
 
         def self_attention(z: torch.Tensor) -> torch.Tensor:
-            out, w["weights"] = self.self_attn(z, z, z, mask, need_weights=keep)
+            out, seen["weights"] = self.self_attn(z, z, z, mask, need_weights=keep)
             return out
 
-        if trace is not None:
-            trace["X_pos"] = x
+        seen["X_pos"] = x
         x = self.self_attn_block(x, self_attention, trace, ("Z_attn", "Z_add_norm_1"))
         x = self.ffn_block(x, self.ffn, trace, ("Z_ffn", "Z_encoder_output"))
-        if trace is not None:
-            trace["weights"] = w["weights"]
-        return (x, w["weights"]) if need_weights else x
+        return (x, seen["weights"]) if need_weights else x
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
@@ -227,27 +224,33 @@ class DecoderLayer(_NamedSublayers):
         plain sums), "self_weights" (B, h, T_tgt, T_tgt) and "cross_weights"
         (B, h, T_tgt, T_src).
         """
+        seen = {} if trace is None else trace  # the inputs and the weights go here
         keep = need_weights or trace is not None
-        w = {}
 
         def masked_attention(z: torch.Tensor) -> torch.Tensor:
-            out, w["self_weights"] = self.self_attn(
+            out, seen["self_weights"] = self.self_attn(
                 z, z, z, self_mask, need_weights=keep
             )
             return out
 
         def cross_attention(z: torch.Tensor) -> torch.Tensor:
-            out, w["cross_weights"] = self.cross_attn(
+            out, seen["cross_weights"] = self.cross_attn(
                 z, memory, memory, cross_mask, need_weights=keep
             )
             return out
 
-        if trace is not None:
-            trace.update(Y_pos=y, Z_encoder_output=memory)
+        seen.update(Y_pos=y, Z_encoder_output=memory)
         y = self._sublayers(y, masked_attention, cross_attention, trace)
-        if trace is not None:
-            trace.update(w)
-        return (y, w["self_weights"], w["cross_weights"]) if need_weights else y
+        return (y, seen["self_weights"], seen["cross_weights"]) if need_weights else y
+
+    def _sublayers(self, y, masked_attention, cross_attention, trace) -> torch.Tensor:
+        """The three residual sublayers in order, for :meth:`forward` and
+        :meth:`decode_step` alike (eq. dec-masked-attn ... dec-out)."""
+        names = ("Z_masked_attn", "Z_add_norm_2")
+        y = self.self_attn_block(y, masked_attention, trace, names)
+        names = ("Z_cross_attn", "Z_add_norm_3")
+        y = self.cross_attn_block(y, cross_attention, trace, names)
+        return self.ffn_block(y, self.ffn, trace, ("Z_ffn_decoder", "Z_decoder_output"))
 
     def decode_step(
         self,
@@ -269,15 +272,15 @@ class DecoderLayer(_NamedSublayers):
         (:meth:`cache_memory_kv`) with ``cache.cross_mask``. Same wiring as
         :meth:`forward`; a ``trace`` gets the same names except "Z_encoder_output".
         """
+        seen = {} if trace is None else trace
         keep = trace is not None
-        w = {}
 
         def masked_attention(z: torch.Tensor) -> torch.Tensor:
             q = self.self_attn.project_q(z)  # (B, h, T_new, d_k)
             k_new, v_new = self.self_attn.project_kv(z, z)  # (B, h_kv, T_new, d_k)
             # (B, h_kv, T_past + T_new, d_k) each   (eq. kv-append)
             k, v = cache.append(index, k_new, v_new)
-            out, w["self_weights"] = self.self_attn.attend(
+            out, seen["self_weights"] = self.self_attn.attend(
                 q, k, v, self_mask, need_weights=keep
             )
             return out
@@ -285,32 +288,19 @@ class DecoderLayer(_NamedSublayers):
         def cross_attention(z: torch.Tensor) -> torch.Tensor:
             q = self.cross_attn.project_q(z)  # (B, h, T_new, d_k)
             k, v = cache.cross_k[index], cache.cross_v[index]  # (B, h_kv, T_src, d_k)
-            out, w["cross_weights"] = self.cross_attn.attend(
+            out, seen["cross_weights"] = self.cross_attn.attend(
                 q, k, v, cache.cross_mask, need_weights=keep
             )
             return out
 
-        if trace is not None:
-            trace["Y_pos"] = y
-        y = self._sublayers(y, masked_attention, cross_attention, trace)
-        if trace is not None:
-            trace.update(w)
-        return y
+        seen["Y_pos"] = y
+        return self._sublayers(y, masked_attention, cross_attention, trace)
 
     def cache_memory_kv(self, memory: torch.Tensor, cache: KVCache, index: int) -> None:
         """Compute the cross-attention K, V of the encoder output once and store them
         in slot ``index`` of ``cache``: (B, T_src, d_model) -> (B, h_kv, T_src, d_k)
         each."""
         cache.set_cross(index, *self.cross_attn.project_kv(memory, memory))
-
-    def _sublayers(self, y, masked_attention, cross_attention, trace) -> torch.Tensor:
-        """The three residual sublayers in order, for :meth:`forward` and
-        :meth:`decode_step` alike (eq. dec-masked-attn ... dec-out)."""
-        names = ("Z_masked_attn", "Z_add_norm_2")
-        y = self.self_attn_block(y, masked_attention, trace, names)
-        names = ("Z_cross_attn", "Z_add_norm_3")
-        y = self.cross_attn_block(y, cross_attention, trace, names)
-        return self.ffn_block(y, self.ffn, trace, ("Z_ffn_decoder", "Z_decoder_output"))
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
