@@ -74,9 +74,8 @@ class Explorer:
         # draws off-screen, whatever backend Jupyter uses
         self._canvas = FigureCanvasAgg(self._fig)
         self._widget = None  # the live form, built on first display
-        self._image = None  # its Image, which update() fills
 
-    # -- the redraw, shared by the live widget and the static twin
+    # -- the redraw: the live widget calls update(), the static twin _frame()
     def _draw(self, values: dict[str, Any]):
         """Clear the figure and let ``draw`` fill it.
 
@@ -86,34 +85,39 @@ class Explorer:
         return self.draw(self._fig, **values)
 
     def update(self, **values: Any) -> bytes:
-        """Redraw for these control values and return the PNG.
+        """Redraw for these control values (the others at their defaults); the PNG.
 
-        This is what a live control does on change: the PNG goes into the widget's
-        Image.
+        This is what a live control does on change; :func:`.live.build_widget` shows
+        the PNG.
         """
         full = {**self.defaults, **values}
         self._draw(full)
         buf = io.BytesIO()
         self._fig.savefig(buf, format="png", dpi=self.dpi, metadata={"Software": None})
-        png = buf.getvalue()
-        if self._image is not None:
-            self._image.value = png
-        return png
+        return buf.getvalue()
+
+    def _frame(self, values: dict[str, Any]) -> tuple[np.ndarray, list[dict]]:
+        """One frame of the static twin: the (H, W, 4) uint8 image, its hover data."""
+        grids = self._draw(values)
+        self._canvas.draw()
+        hover = static.hover_data(self._fig, grids)
+        # what savefig would write
+        return np.asarray(self._canvas.buffer_rgba()), hover
 
     # -- the two lives
     def widget(self):
         """The ipywidgets form: a control per entry of ``controls``, over the figure."""
         if self._widget is None:
-            self._widget = live.build_widget(self)
+            self._widget = live.build_widget(self, self.update)
         return self._widget
 
     def frames(self) -> dict[str, dict]:
         """Every combination of control values, rendered: :func:`.static.frames`."""
-        return static.frames(self)
+        return static.frames(self.controls, self._frame)
 
     def to_html(self) -> str:
         """The kernel-free twin, one HTML block: :func:`.static.to_html`."""
-        return static.to_html(self)
+        return static.to_html(self, self.frames())
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         bundle = {
