@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ch01_qkv import WORDS, lookup
+from ..demos.handbuilt_head import WORDS, lookup
 from .explorer import Explorer, HoverGrid, heatmap
 
 HEADS = {  # what the reader picks -> the rule of chapter 1 that builds that head

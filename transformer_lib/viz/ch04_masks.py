@@ -1,59 +1,17 @@
-"""Chapter 4 figures: causal and padding masks on a live attention map.
+"""Chapter 4 figure: causal and padding masks on a live attention map.
 
 ``mask_explorer()`` toggles the causal mask, the padding side (right or left) and the number
 of real tokens of a six-token sentence (6 = no padding), and applies the mask either before
 the softmax (correct) or after it (wrong: the rows stop summing to 1). Masked cells are grey.
+The masks and weights come from :mod:`transformer_lib.demos.masking`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
-import transformer_lib as tl
-
+from ..demos.masking import build_mask, example_scores, masked_weights, padded_tokens
 from .explorer import Explorer, heatmap
-
-WORDS = ["the", "cat", "sat", "on", "the", "mat"]
-PAD = "<pad>"
-
-
-def example_scores(T: int = len(WORDS), seed: int = 4) -> torch.Tensor:
-    """A fixed (T, T) matrix of scaled scores, a stand-in for Q K^T / sqrt(d_k) of one head."""
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(T, 8, generator=g)
-    k = torch.randn(T, 8, generator=g)
-    return tl.attention_scores(q, k) * 1.5  # (T, T), spread enough to give uneven rows
-
-
-def padded_tokens(length: int, padding: str, words: list[str] = WORDS) -> list[str]:
-    """The first ``length`` words, padded to len(words) with <pad> on the right or left."""
-    real, pads = words[:length], [PAD] * (len(words) - length)
-    return real + pads if padding == "right" else pads + real
-
-
-def build_mask(T: int, causal: bool, padding: str, length: int) -> torch.Tensor:
-    """(T, T) bool, True = may attend: causal AND key padding   (eq. combined-mask)."""
-    allowed = torch.ones(T, T, dtype=torch.bool)
-    if causal:
-        allowed &= tl.causal_mask(T)  # (T, T)
-    real = tl.padding_mask([length], T)[0, 0, 0]  # (T,), True at the first `length`
-    if padding == "left":
-        real = real.flip(0)  # left padding: the real tokens are the last ones
-    allowed &= real  # (T, T) & (T,): the same key columns go in every row
-    return allowed
-
-
-def masked_weights(
-    scores: torch.Tensor, allowed: torch.Tensor, order: str
-) -> torch.Tensor:
-    """Attention weights, the mask applied before the softmax (right) or after it (wrong)."""
-    if order == "before softmax":  # eq. masked-scores
-        return tl.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-    return (
-        tl.softmax(scores, dim=-1) * allowed
-    )  # zeroed afterwards: rows no longer sum to 1
-
 
 def draw_masked_attention(
     fig,

@@ -1,102 +1,26 @@
-"""Chapter 5 figures: what each head of a multi-head attention looks at, and how GQA shares K/V.
+"""Chapter 5 figures: what each head of a multi-head attention looks at, and how GQA
+shares K/V.
 
-``handbuilt_attention(n_kv_heads)`` is a 4-head ``tl.MultiHeadAttention`` whose weights are set
-by hand so that every head has one readable job (previous token, current token, same word,
-first token). Its GQA and MQA versions are made the way Ainslie et al. convert a trained
-model: the K and V projections of the heads in a group are averaged. ``heads_explorer()``
-shows any head's map for each variant; ``groups_explorer()`` draws which query head reads
-which K/V head after ``repeat_kv`` (right) or ``repeat`` (wrong).
+``heads_explorer()`` shows any head's map of the hand-built attention of
+:mod:`transformer_lib.demos.handbuilt_mha`, for MHA, GQA and MQA;
+``groups_explorer()`` draws which query head reads which K/V head after ``repeat_kv``
+(right) or ``repeat`` (wrong).
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import torch
 
 import transformer_lib as tl
 
+from ..demos.handbuilt_mha import HEAD_JOBS, N_HEADS, SENTENCE, head_weights
 from .explorer import Explorer, heatmap
-
-SENTENCE = ["the", "cat", "sat", "on", "the", "mat"]
-HEAD_JOBS = ["previous token", "current token", "same word", "first token"]
-D_MODEL, N_HEADS, D_K = 32, 4, 8  # d_k = d_model / h
-MAX_T, CONST = (
-    8,
-    16,
-)  # input dims 0..7: position one-hot; 8..15: word one-hot; 16: constant 1
-
-
-def embed(tokens: list[str]) -> torch.Tensor:
-    """(1, T, 32) inputs: a one-hot of the position, a one-hot of the word, and a constant 1."""
-    vocab = sorted(set(tokens))
-    x = torch.zeros(1, len(tokens), D_MODEL)
-    for t, word in enumerate(tokens):
-        x[0, t, t] = 1.0  # position t
-        x[0, t, MAX_T + vocab.index(word)] = 1.0  # word identity
-        x[0, t, CONST] = 1.0
-    return x
-
-
-def handbuilt_attention(
-    n_kv_heads: int = N_HEADS, sharpness: float = 4.0
-) -> tl.MultiHeadAttention:
-    """Four heads with one job each; with n_kv_heads < 4, each group's K/V heads are averaged."""
-    c = sharpness * math.sqrt(
-        D_K
-    )  # a matching query-key pair scores `sharpness` after / sqrt(d_k)
-    Wq, Wk, Wv = (
-        torch.zeros(N_HEADS, D_K, D_MODEL) for _ in range(3)
-    )  # per head (d_k, d_model)
-    for t in range(1, MAX_T):
-        Wq[0, t - 1, t] = c  # head 0 asks for position t - 1 ...
-    for t in range(MAX_T):
-        Wk[0, t, t] = 1.0  # ... and every key announces its own position
-        Wq[1, t, t] = (
-            c  # head 1 asks for position t itself, with the same keys as head 0
-        )
-        Wk[1, t, t] = 1.0
-    for w in range(MAX_T - 1):
-        Wq[2, w, MAX_T + w] = c  # head 2 asks for its own word ...
-        Wk[2, w, MAX_T + w] = 1.0  # ... and every key announces its word
-    Wq[3, D_K - 1, CONST] = c  # head 3 asks every time for the same thing ...
-    Wk[3, D_K - 1, 0] = 1.0  # ... which only position 0 has
-    for i in range(N_HEADS):
-        Wv[i, : D_K - 1, MAX_T : 2 * MAX_T - 1] = torch.eye(
-            D_K - 1
-        )  # values: the word one-hot
-    n_rep = N_HEADS // n_kv_heads
-    Wk = Wk.view(n_kv_heads, n_rep, D_K, D_MODEL).mean(
-        1
-    )  # GQA conversion: mean over each group
-    Wv = Wv.view(n_kv_heads, n_rep, D_K, D_MODEL).mean(1)
-    m = tl.MultiHeadAttention(D_MODEL, N_HEADS, n_kv_heads, bias=False)
-    with (
-        torch.no_grad()
-    ):  # nn.Linear stores (out, in): the heads' blocks stacked on dim 0
-        m.q_proj.weight.copy_(Wq.reshape(N_HEADS * D_K, D_MODEL))
-        m.k_proj.weight.copy_(Wk.reshape(n_kv_heads * D_K, D_MODEL))
-        m.v_proj.weight.copy_(Wv.reshape(n_kv_heads * D_K, D_MODEL))
-        m.o_proj.weight.copy_(torch.eye(D_MODEL))
-    return m.eval()
-
 
 _VARIANTS = {"MHA (h_kv = 4)": 4, "GQA (h_kv = 2)": 2, "MQA (h_kv = 1)": 1}
 _HEAD_CHOICES = [f"head {i}: {job}" for i, job in enumerate(HEAD_JOBS)] + [
     "mean over heads"
 ]
-
-
-def head_weights(
-    n_kv_heads: int, causal: bool, tokens: list[str] = SENTENCE
-) -> torch.Tensor:
-    """(h, T, T) attention weights of the hand-built layer on ``tokens``."""
-    x = embed(tokens)
-    mask = tl.causal_mask(len(tokens)) if causal else None
-    with torch.no_grad():
-        _, w = handbuilt_attention(n_kv_heads)(x, x, x, mask=mask)  # (1, h, T, T)
-    return w[0]
 
 
 def draw_head(fig, head: str = _HEAD_CHOICES[0], variant: str = "MHA (h_kv = 4)"):

@@ -2,8 +2,8 @@
 
 With d_model = 1, FFN(x) = sum_k W2[k] act(W1[k] x + b1[k]) + b2 maps numbers to numbers.
 Each hidden unit contributes one hinge (ReLU) or one smooth hinge (GELU) at
-x = -b1[k] / W1[k]. ``hinge_explorer()`` fixes the hinges evenly across the plot, fits W2 and
-b2 to a target curve by least squares, and draws the target, the network and every unit.
+x = -b1[k] / W1[k]. ``hinge_explorer()`` draws the target, the network fitted by
+:func:`transformer_lib.demos.ffn_curve_fit.fitted_ffn` and every unit.
 """
 
 from __future__ import annotations
@@ -14,48 +14,8 @@ from matplotlib.collections import LineCollection
 
 import transformer_lib as tl
 
+from ..demos.ffn_curve_fit import TARGETS, X_RANGE, fitted_ffn
 from .explorer import Explorer
-
-X_RANGE = (-3.0, 3.0)
-TARGETS = {
-    "sin(2x)": lambda x: np.sin(2 * x),
-    "step": lambda x: np.where(x < 0.3, -0.5, 0.5),
-}
-
-
-def fitted_ffn(
-    d_ff: int, activation: str, target: str, n_points: int = 241, ridge: float = 1e-2
-) -> tuple[tl.FeedForward, np.ndarray]:
-    """A tl.FeedForward(1, d_ff) with evenly spaced bends and W2, b2 fitted to ``target``.
-
-    The fit is least squares with a small ridge penalty on W2, which keeps neighbouring
-    GELU units (nearly parallel curves) from getting huge weights that cancel.
-    Returns the module and the grid of x values it was fitted on.
-    """
-    x = np.linspace(*X_RANGE, n_points)
-    lo, hi = X_RANGE
-    knots = lo + (hi - lo) * (np.arange(d_ff) + 0.5) / d_ff  # where each unit bends
-    ffn = tl.FeedForward(1, d_ff, activation).eval()
-    act = tl.feed_forward.ACTIVATIONS[activation]
-    with torch.no_grad():
-        ffn.linear1.weight.fill_(1.0)  # W1 = 1 for every unit, (d_ff, 1) as (out, in)
-        ffn.linear1.bias.copy_(
-            torch.as_tensor(-knots, dtype=torch.float32)
-        )  # b1 = -knot
-        xs = torch.as_tensor(x, dtype=torch.float32).view(-1, 1)  # (N, d_model = 1)
-        hidden = act(ffn.linear1(xs))  # (N, d_ff)
-        H = (
-            torch.cat([hidden, torch.ones(len(x), 1)], dim=1).double().numpy()
-        )  # (N, d_ff + 1)
-        penalty = ridge * np.eye(d_ff + 1)
-        penalty[-1, -1] = 0.0  # leave b2 free
-        coef = np.linalg.solve(H.T @ H + penalty, H.T @ TARGETS[target](x))  # [W2, b2]
-        ffn.linear2.weight.copy_(
-            torch.as_tensor(coef[:-1], dtype=torch.float32).view(1, d_ff)
-        )
-        ffn.linear2.bias.fill_(float(coef[-1]))
-    return ffn, x
-
 
 def draw_hinges(fig, activation: str = "relu", d_ff: int = 4, target: str = "sin(2x)"):
     """Top: the target, the fitted FFN and its bends. Bottom: every hidden unit h_k(x)."""

@@ -1,35 +1,23 @@
-"""Chapter 7 figures and the depth experiment: residual connections and LayerNorm.
+"""Chapter 7 figures: residual connections and LayerNorm.
 
-``SublayerStack`` stacks ``depth`` position-wise feed-forward sublayers (chapter 6) wired in one of
-five ways (``VARIANTS``): without residual or norm, with LayerNorm only, with the residual only,
-Post-LN (eq. add-norm) and Pre-LN (eq. pre-ln). ``teacher_task`` is the small regression problem
-the chapter trains them on. ``depth_explorer()`` redraws precomputed statistics of the stacks at
-initialisation; ``layer_norm_explorer()`` shows one vector through both LayerNorm formulas.
+``depth_explorer()`` draws the statistics of the depth experiment
+(:mod:`transformer_lib.demos.sublayer_stack`) at initialisation, for five wirings;
+``layer_norm_explorer()`` shows one vector through both LayerNorm formulas;
+``draw_norm_axes`` which values LayerNorm and BatchNorm average over.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import matplotlib.patches as mpatches
 import numpy as np
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 import transformer_lib as tl
 
+from ..demos.sublayer_stack import DEPTHS, VARIANTS, depth_profiles
 from .explorer import Explorer
 
-# How each sublayer F is wired into the stream x (eq. residual, add-norm, pre-ln).
-VARIANTS = {
-    "plain": "x ← F(x)",
-    "LN only": "x ← LN(F(x))",
-    "residual": "x ← x + F(x)",
-    "Post-LN": "x ← LN(x + F(x))",
-    "Pre-LN": "x ← x + F(LN(x))",
-}
 COLORS = {
     "plain": "#7f7f7f",
     "LN only": "#9467bd",
@@ -37,113 +25,11 @@ COLORS = {
     "Post-LN": "#1f77b4",
     "Pre-LN": "#2ca02c",
 }
-D_MODEL = 32
-
-
-class SublayerStack(nn.Module):
-    """``depth`` FeedForward sublayers (d_ff = 2 d_model) wired as ``variant``, then a linear read-out.
-
-    Pre-LN ends with a final LayerNorm before the read-out, as Pre-LN Transformers do.
-    """
-
-    def __init__(self, d_model: int, depth: int, variant: str) -> None:
-        super().__init__()
-        if variant not in VARIANTS:
-            raise ValueError(
-                f"variant must be one of {list(VARIANTS)}, got {variant!r}"
-            )
-        self.variant = variant
-        self.sublayers = nn.ModuleList(
-            [tl.FeedForward(d_model, 2 * d_model) for _ in range(depth)]
-        )
-        uses_norm = variant in ("LN only", "Post-LN", "Pre-LN")
-        self.norms = nn.ModuleList(
-            [
-                tl.LayerNorm(d_model) if uses_norm else nn.Identity()
-                for _ in range(depth)
-            ]
-        )
-        self.final_norm = (
-            tl.LayerNorm(d_model) if variant == "Pre-LN" else nn.Identity()
-        )
-        self.readout = nn.Linear(d_model, d_model)
-
-    def step(self, x: torch.Tensor, l: int) -> torch.Tensor:
-        """One sublayer l applied to the stream x (..., d_model), wired as ``self.variant``."""
-        f, ln, v = self.sublayers[l], self.norms[l], self.variant
-        if v == "plain":
-            return f(x)
-        if v == "LN only":
-            return ln(f(x))
-        if v == "residual":
-            return x + f(x)  # eq. residual
-        if v == "Post-LN":
-            return ln(x + f(x))  # eq. add-norm
-        return x + f(ln(x))  # eq. pre-ln
-
-    def forward(
-        self, x: torch.Tensor, trace: list | None = None, skip: int | None = None
-    ) -> torch.Tensor:
-        """x (..., d_model) -> prediction (..., d_model). ``trace`` collects the stream after every
-        sublayer; ``skip`` leaves sublayer number ``skip`` out (the stream passes it unchanged)."""
-        for l in range(len(self.sublayers)):
-            if l != skip:
-                x = self.step(x, l)
-            if trace is not None:
-                trace.append(x.detach())
-        return self.readout(self.final_norm(x))
-
-
-def teacher_task(
-    n: int, d_model: int = D_MODEL, seed: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """n inputs x ~ N(0, I) and targets y = 2 tanh(x A) B from a fixed random teacher (A, B)."""
-    g = torch.Generator().manual_seed(1234)  # the teacher is the same for every call
-    A = torch.randn(d_model, 2 * d_model, generator=g) / d_model**0.5
-    B = torch.randn(2 * d_model, d_model, generator=g) / (2 * d_model) ** 0.5
-    x = torch.randn(n, d_model, generator=torch.Generator().manual_seed(seed))
-    return x, 2 * torch.tanh(x @ A) @ B
-
-
-def init_statistics(
-    depth: int, variant: str, x: torch.Tensor, y: torch.Tensor, seed: int = 0
-) -> dict:
-    """A fresh stack's gradient norm per sublayer, stream norm per depth and input similarity per depth."""
-    torch.manual_seed(seed)
-    model = SublayerStack(x.size(-1), depth, variant)
-    trace = [x]
-    F.mse_loss(model(x, trace), y).backward()
-    grad = [
-        torch.sqrt(sum(p.grad.pow(2).sum() for p in s.parameters())).item()
-        for s in model.sublayers
-    ]
-    act = [
-        h.norm(dim=-1).mean().item() for h in trace
-    ]  # ||x_l|| averaged over the batch
-    sim = []
-    for (
-        h
-    ) in trace:  # mean cosine similarity between the streams of two different inputs
-        u = F.normalize(h, dim=-1)  # (n, d_model), unit rows
-        c = u @ u.T  # (n, n)
-        n = c.size(0)
-        sim.append(((c.sum() - c.diagonal().sum()) / (n * (n - 1))).item())
-    return {"grad": np.array(grad), "act": np.array(act), "sim": np.array(sim)}
-
-
-DEPTHS = [4, 8, 16, 24]
 MEASURES = [
     "gradient norm per sublayer",
     "stream norm ‖xₗ‖",
     "similarity of different inputs",
 ]
-
-
-@lru_cache(maxsize=1)
-def depth_profiles() -> dict:
-    """init_statistics for every depth in DEPTHS and every variant (computed once, about 0.3 s)."""
-    x, y = teacher_task(64, seed=99)
-    return {(L, v): init_statistics(L, v, x, y) for L in DEPTHS for v in VARIANTS}
 
 
 def draw_depth(

@@ -1,7 +1,7 @@
 """Chapter 9 figures: one sentence through one encoder layer, tensor by tensor.
 
-``example()`` builds the chapter's sentence and a seeded (untrained) encoder
-layer; ``encoder_steps()`` returns the named tensors X_pos, Z_attn,
+The sentence and the seeded, untrained layer come from
+:mod:`transformer_lib.demos.encoder_example`; ``encoder_steps()`` returns the named tensors X_pos, Z_attn,
 Z_add_norm_1, Z_ffn and Z_encoder_output (eq. x-pos ... enc-out) computed from
 the layer's own submodules, in either LayerNorm placement. ``step_explorer()``
 shows any of them as a (T x d_model) heatmap next to each token's mean and
@@ -10,59 +10,14 @@ standard deviation, for Post-LN and Pre-LN.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import torch
-import torch.nn as nn
 
 import transformer_lib as tl
 
+from ..demos.encoder_example import D_MODEL, Example, example, with_placement
 from .explorer import Explorer, HoverGrid, heatmap
 
-TOKENS = ["the", "cat", "sat", "on", "the", "mat"]
-D_MODEL, N_HEADS, D_FF = 16, 4, 64
 STEPS = ["X_pos", "Z_attn", "Z_add_norm_1", "Z_ffn", "Z_encoder_output"]
-
-
-class Example(NamedTuple):
-    tokens: list[str]  # the sentence, one word per token
-    vocab: list[str]  # distinct words in order of appearance; id = index
-    ids: torch.Tensor  # (1, T) token ids
-    embedding: nn.Embedding  # (len(vocab), d_model): X_emb = embedding(ids)
-    layer: tl.EncoderLayer  # Post-LN, ReLU, untrained, in eval mode
-
-
-def example(seed: int = 0) -> Example:
-    """The sentence, a seeded embedding table and a seeded Post-LN layer.
-
-    The seed is applied inside ``torch.random.fork_rng``: the global RNG
-    is left as it was.
-    """
-    vocab = list(dict.fromkeys(TOKENS))  # ['the', 'cat', 'sat', 'on', 'mat']
-    ids = torch.tensor([[vocab.index(w) for w in TOKENS]])  # (1, T)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        embedding = nn.Embedding(len(vocab), D_MODEL)  # entries ~ N(0, 1)
-        layer = tl.EncoderLayer(D_MODEL, N_HEADS, D_FF)
-    return Example(list(TOKENS), vocab, ids, embedding, layer.eval())
-
-
-def with_placement(layer: tl.EncoderLayer, norm_first: bool) -> tl.EncoderLayer:
-    """The same weights wired as Post-LN (False) or Pre-LN (True)."""
-    mha, ffn = layer.self_attn, layer.ffn
-    with torch.random.fork_rng(devices=[]):  # leave the global RNG alone
-        new = tl.EncoderLayer(
-            mha.d_model,
-            mha.n_heads,
-            ffn.linear1.out_features,
-            norm_first=norm_first,
-            activation=ffn.activation,
-            eps=layer.sub1.norm.eps,
-            n_kv_heads=mha.n_kv_heads,
-        )
-    new = new.to(ffn.linear1.weight.dtype)  # float64 weights stay float64
-    new.load_state_dict(layer.state_dict())  # LN placement is not a weight
-    return new.train(layer.training)
 
 
 def encoder_steps(
