@@ -29,14 +29,16 @@ def fitted_ffn(
 
     The fit is least squares with a small ridge penalty on W2, which keeps
     neighbouring GELU units (nearly parallel curves) from getting huge weights that
-    cancel. Returns the module and the grid of x values it was fitted on.
+    cancel. Returns the module and the grid of x values it was fitted on; the global
+    random state is left as it was.
     """
     if target not in TARGETS:
         raise ValueError(f"target must be one of {list(TARGETS)}, got {target!r}")
     x = np.linspace(*X_RANGE, n_points)
     lo, hi = X_RANGE
     knots = lo + (hi - lo) * (np.arange(d_ff) + 0.5) / d_ff  # where each unit bends
-    ffn = FeedForward(1, d_ff, activation).eval()
+    with torch.random.fork_rng(devices=[]):  # every weight is set below: no draws
+        ffn = FeedForward(1, d_ff, activation).eval()
     act = ACTIVATIONS[activation]
     with torch.no_grad():
         ffn.linear1.weight.fill_(1.0)  # W1 = 1 for every unit, (d_ff, 1) as (out, in)

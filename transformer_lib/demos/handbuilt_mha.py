@@ -39,7 +39,7 @@ def handbuilt_attention(
     n_kv_heads: int = N_HEADS, sharpness: float = 4.0
 ) -> MultiHeadAttention:
     """Four heads with one job each; with n_kv_heads < 4, each group's K/V heads are
-    averaged."""
+    averaged. The global random state is left as it was."""
     if n_kv_heads not in (1, 2, 4):
         raise ValueError(f"n_kv_heads must divide h = {N_HEADS}, got {n_kv_heads}")
     c = sharpness * math.sqrt(
@@ -64,7 +64,8 @@ def handbuilt_attention(
     # GQA conversion: the mean over each group
     Wk = Wk.view(n_kv_heads, n_rep, D_K, D_MODEL).mean(1)
     Wv = Wv.view(n_kv_heads, n_rep, D_K, D_MODEL).mean(1)
-    m = MultiHeadAttention(D_MODEL, N_HEADS, n_kv_heads, bias=False)
+    with torch.random.fork_rng(devices=[]):  # every weight is set below: no draws
+        m = MultiHeadAttention(D_MODEL, N_HEADS, n_kv_heads, bias=False)
     # nn.Linear stores (out, in): the heads' blocks stacked on dim 0
     with torch.no_grad():
         m.q_proj.weight.copy_(Wq.reshape(N_HEADS * D_K, D_MODEL))

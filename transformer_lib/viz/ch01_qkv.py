@@ -8,32 +8,30 @@ word asks (W_Q) and its sharpness.
 from __future__ import annotations
 
 from ..demos.handbuilt_head import RULES, WORDS, lookup
-from .explorer import Explorer, HoverGrid, heatmap
+from .figures import MapFigure
+from .heatmap import HoverGrid
+from .interactive import Explorer
 
 BETAS = [0, 1, 2, 4, 8]
 
 
-def draw_lookup(fig, rule: str = "the previous word", beta: float = 4) -> HoverGrid:
-    """Who each query finds: the attention weights, with each row's largest weight printed."""
-    weights, _ = lookup(rule, beta)
-    ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.13, right=0.86, bottom=0.17, top=0.9)
-    grid = heatmap(
-        ax,
-        weights.numpy(),
-        WORDS,
-        WORDS,
-        colorbar="light",
-        annotate="rowmax",
-        title=f"each word looks for {rule} (\u03b2 = {beta:g})",
-    )
-    return grid
+class LookupFigure(MapFigure):
+    """Who each query finds: the attention weights, each row's largest one printed."""
+
+    def __init__(self, fig) -> None:
+        super().__init__(fig, WORDS, WORDS)
+
+    def update(self, rule: str = "the previous word", beta: float = 4) -> HoverGrid:
+        weights, _ = lookup(rule, beta)
+        return self.show(
+            weights.numpy(), f"each word looks for {rule} (\u03b2 = {beta:g})"
+        )
 
 
 def lookup_explorer() -> Explorer:
     """Choose the question every word asks (W_Q) and how sharply it asks (beta)."""
     return Explorer(
-        draw_lookup,
+        LookupFigure,
         {"rule": RULES, "beta": BETAS},
         defaults={"rule": "the previous word", "beta": 4},
         labels={"rule": "each word looks for", "beta": r"sharpness $\beta$"},

@@ -61,11 +61,9 @@ def frames(explorer: Explorer) -> dict[str, dict]:
     seen: dict[bytes, str] = {}
     for idx in itertools.product(*(range(len(controls[n])) for n in names)):
         values = {n: controls[n][i] for n, i in zip(names, idx, strict=True)}
-        grids = explorer._draw(values)
-        explorer._canvas.draw()
+        # (H, W, 4) uint8: the picture the live widget shows for these values
+        rgba, grids = explorer.paint(values)
         hover = hover_data(explorer._fig, grids)
-        # (H, W, 4) uint8, what savefig would write
-        rgba = np.asarray(explorer._canvas.buffer_rgba())
         digest = hashlib.sha1(rgba.tobytes()).digest() + bytes(str(rgba.shape), "ascii")
         key = ",".join(map(str, idx))
         if digest in seen:
