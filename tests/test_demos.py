@@ -206,7 +206,7 @@ def test_sublayer_stack_wirings_match_their_formulas(variant):
 def test_the_transformer_wirings_are_the_library_residual_block():
     for variant in ("Post-LN", "Pre-LN", "residual"):
         block = sublayer_stack.wiring(variant, 8)
-        assert isinstance(block, tl.layers._Residual), variant
+        assert isinstance(block, tl.Residual), variant
     assert sublayer_stack.wiring("Pre-LN", 8).norm_first
     with pytest.raises(ValueError, match="variant must be one of"):
         sublayer_stack.SublayerStack(8, 2, "Post-LN twice")

@@ -52,7 +52,7 @@ def with_placement(layer: EncoderLayer, norm_first: bool) -> EncoderLayer:
             ffn.linear1.out_features,
             norm_first=norm_first,
             activation=ffn.activation,
-            eps=layer.sub1.norm.eps,
+            eps=layer.self_attn_block.norm.eps,
             n_kv_heads=mha.n_kv_heads,
         )
     new = new.to(ffn.linear1.weight.dtype)  # float64 weights stay float64

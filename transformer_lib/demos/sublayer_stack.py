@@ -20,7 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..feed_forward import FeedForward
-from ..layers import _Residual as Residual
+from ..layers import Residual
 from ..norm import LayerNorm
 
 # How each sublayer F is wired into the stream x (eq. residual, add-norm, pre-ln).

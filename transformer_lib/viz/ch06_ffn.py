@@ -75,7 +75,8 @@ class HingeFigure(LiveFigure):
         parts.set_xticks(range(-3, 4))
         parts.set_yticks([0, 3, 6])
         zero = parts.axhline(0, color="0.8", lw=0.8)  # over the units, as drawn
-        self.live(self.target, self.net, self.knots, legend, self.title)
+        self.live(self.target, self.net, self.knots, self.title)
+        self.over(legend)  # over the lines
         self.live(self.units, zero)
 
     def update(

@@ -51,11 +51,11 @@ class DepthFigure(LiveFigure):
         }
         ax.grid(alpha=0.3)
         ax.set_title(" ", fontsize=10, y=1.01)  # fixed y: faster
-        self.legend = ax.legend(fontsize=8)
-        self.live(*self.lines.values(), self.legend, ax.title)
+        self.live(*self.lines.values(), ax.title)
+        self.legend = self.over(ax.legend(fontsize=8))  # over the lines
 
     def layout(self, depth: int, measure: str, **_) -> tuple:
-        return depth, measure  # the axes' ranges, scale and labels
+        return depth, measure  # the axes' ranges, scale and labels; the legend
 
     def update(self, depth: int = 16, measure: str = MEASURES[0]) -> None:
         key, ax = _MEASURE_KEYS[measure], self.ax
@@ -66,10 +66,12 @@ class DepthFigure(LiveFigure):
             line.set_data(np.arange(start, start + len(vals)), vals)
         self.legend.set_loc("upper left" if key == "sim" else "lower right")
         ax.set_yscale("log" if key == "grad" else "linear")
-        ax.set_autoscale_on(True)  # set_ylim below turns it off
-        ax.relim()
-        ax.autoscale_view()
-        if key == "grad":
+        values = np.concatenate([self.profiles[(depth, v)][key] for v in VARIANTS])
+        lo, hi = values.min(), values.max()
+        end = start + len(vals) - 1
+        ax.set_xlim(start - 0.05 * (end - start), end + 0.05 * (end - start))
+        if key == "grad":  # 5 % margins, as autoscaling gives, on the log scale
+            ax.set_ylim(lo * (lo / hi) ** 0.05, hi * (hi / lo) ** 0.05)
             ax.yaxis.set_major_locator(LogLocator(numticks=7))
             # plain text (no mathtext) and no minor ticks: both faster to draw
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0e}"))
@@ -79,7 +81,7 @@ class DepthFigure(LiveFigure):
         elif key == "act":
             ax.set_ylabel("mean ‖xₗ‖ over a batch")
             ax.set_xlabel("depth l (0 = the input)")
-            ax.set_ylim(0, None)
+            ax.set_ylim(0, hi + 0.05 * (hi - lo))
         else:
             ax.set_ylabel("mean cos(xₗ of input a, xₗ of input b)")
             ax.set_xlabel("depth l (0 = the input)")
@@ -145,7 +147,8 @@ class LayerNormFigure(LiveFigure):
         ax.set_ylabel("LN(z)ⱼ")
         ax.set_title(" ", fontsize=9, y=1.01)
         legend = ax.legend(fontsize=8, loc="upper left", ncol=3, frameon=False)
-        self.live(*self.ideal, *self.ours, self.article, self.level, legend, ax.title)
+        self.live(*self.ideal, *self.ours, self.article, self.level, ax.title)
+        self.over(legend)  # over the bars
 
     def layout(self, affine: str, **_) -> str:
         return affine  # the y range

@@ -103,11 +103,11 @@ class SinusoidFigure(LiveFigure):
             y=1.01,
         )
         self.live(*self.smooth, *self.dots, *self.joined, zero)
-        self.live(*self.legends.values(), ax.title)
-        self.live(self.points, *self.first, axc.xaxis, axc.yaxis)
+        self.live(self.points, *self.first)
+        self.over(*self.legends.values())
 
-    def layout(self, T: int, **_) -> int:
-        return T  # the range of positions
+    def layout(self, i: int, T: int, **_) -> tuple:
+        return i, T  # the range of positions; the pair's labels and title
 
     def update(self, i: int = 2, T: int = 64) -> None:
         d_model = self.d_model
@@ -183,8 +183,10 @@ class PEHeatmapFigure(LiveFigure):
         ax.set_ylabel("position pos")
         ax.set_title(" ", fontsize=10, y=1.01)
         fig.colorbar(self.image, ax=ax, fraction=0.046, pad=0.03)
-        # the axes' ticks follow the table's shape: they are drawn with it
-        self.live(self.image, ax.xaxis, ax.yaxis, ax.title)
+        self.live(self.image)
+
+    def layout(self, T: int, d_model: int, **_) -> tuple:
+        return T, d_model  # the axes' ticks and the title
 
     def update(self, T: int = 256, d_model: int = 64) -> None:
         self.image.set_data(pe_table(T, d_model))
@@ -350,11 +352,10 @@ class RopeFigure(LiveFigure):
         )
         ax.grid(alpha=0.3)
         ax.set_title(" ", fontsize=10, y=1.01)
-        # the y range follows the scores: the y axis is drawn with them
-        self.live(ax.yaxis, *self.curves, zero, self.plain, ax.title)
+        self.live(*self.curves, zero, self.plain)
 
-    def layout(self, R: int, **_) -> int:
-        return R  # the range of distances, and the legend's m
+    def layout(self, vectors: str, R: int, **_) -> tuple:
+        return vectors, R  # the axes' ranges, the legend's m, the title
 
     def update(self, vectors: str = ROPE_VECTORS[0], R: int = 64) -> None:
         curves, plain = rope_curves(vectors, self.d, R)

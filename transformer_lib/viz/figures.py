@@ -26,9 +26,10 @@ class LiveFigure:
     ``update`` receives the control values (as a drawing function would) and returns
     what a drawing function returns: HoverGrids for hover read-outs, or None. Register
     every artist that ``update`` changes with :meth:`live`; a redraw repaints exactly
-    those, over a saved picture of the rest. When ``update`` changes anything else
-    (tick labels, axis limits, a legend), :meth:`layout` must return a different key
-    for those values: each key gets its own saved picture.
+    those, over a saved picture of the rest, and lays the artists registered with
+    :meth:`over` on top. When ``update`` changes anything else (tick labels, axis
+    limits, a legend), :meth:`layout` must return a different key for those values:
+    each key gets its own saved picture.
 
     Outside an Explorer it is an ordinary matplotlib figure:
     ``f = MyFigure(plt.figure()); f.update(x=1); plt.show()``.
@@ -37,10 +38,18 @@ class LiveFigure:
     def __init__(self, fig) -> None:
         self.fig = fig
         self.dynamic: list = []  # the artists update() changes, in no special order
+        self.overlays: list = []  # unchanging artists that lie over changing ones
 
     def live(self, *artists):
         """Register artists that ``update`` changes; returns them (one, or a tuple)."""
         self.dynamic.extend(artists)
+        return artists[0] if len(artists) == 1 else artists
+
+    def over(self, *artists):
+        """Register artists that do not change within a layout but lie over changing
+        ones, as a legend lies over the lines: they are painted once per layout and
+        laid over every redraw (much cheaper than drawing a legend again)."""
+        self.overlays.extend(artists)
         return artists[0] if len(artists) == 1 else artists
 
     def update(self, **values: Any) -> HoverGrid | list | None:

@@ -155,6 +155,8 @@ class Heatmap:
         for image in (self.image, self.shade):
             if image is not None:
                 image.set_extent(extent)
+        self.ax.set_xlim(extent[:2])
+        self.ax.set_ylim(extent[2:])
         long_labels = max(map(len, self.col_labels), default=0) > 2
         self.ax.set_xticks(
             range(n_cols),
