@@ -62,6 +62,8 @@ class ScaleFigure(MapFigure):
 
 def scale_explorer() -> Explorer:
     """Slide d_k; switch the 1/sqrt(d_k) off to watch the softmax saturate."""
+    for d_k in D_KS:  # the weights, computed once: a redraw only draws
+        scale_weights(d_k, True), scale_weights(d_k, False)
     return Explorer(
         ScaleFigure,
         {"d_k": D_KS, "scale": [True, False]},

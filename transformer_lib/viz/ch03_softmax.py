@@ -67,6 +67,8 @@ class TemperatureFigure(MapFigure):
 def temperature_explorer() -> Explorer:
     """Slide the temperature from nearly argmax (tau = 0.1) to nearly uniform
     (tau = 100)."""
+    for tau in TAUS:  # the weights, computed once: a redraw only draws
+        tempered_weights(tau)
     return Explorer(
         TemperatureFigure,
         {"tau": TAUS},

@@ -9,11 +9,13 @@ stop summing to 1). Masked cells are grey. The masks and weights come from
 
 from __future__ import annotations
 
+import itertools
 from functools import cache
 
 import numpy as np
 
 from ..demos.masking import (
+    ORDERS,
     WORDS,
     build_mask,
     example_scores,
@@ -23,6 +25,8 @@ from ..demos.masking import (
 from .figures import LiveFigure
 from .heatmap import Heatmap, HoverGrid
 from .interactive import Explorer
+
+CAUSAL, PADDING, LENGTHS = [True, False], ["right", "left"], [1, 3, 6]
 
 
 @cache
@@ -101,14 +105,11 @@ class MaskFigure(LiveFigure):
 
 def mask_explorer() -> Explorer:
     """Causal, padding side, real tokens, before/after the softmax (24 frames)."""
+    for setting in itertools.product(CAUSAL, PADDING, LENGTHS, ORDERS):
+        _weights(*setting)  # computed once: a redraw only draws
     return Explorer(
         MaskFigure,
-        {
-            "causal": [True, False],
-            "padding": ["right", "left"],
-            "length": [1, 3, 6],
-            "order": ["before softmax", "after softmax"],
-        },
+        {"causal": CAUSAL, "padding": PADDING, "length": LENGTHS, "order": ORDERS},
         defaults={"length": 3},
         labels={
             "causal": "causal mask",

@@ -71,6 +71,8 @@ class HeadFigure(LiveFigure):
 def heads_explorer() -> Explorer:
     """Choose a head and the K/V sharing; see that head's causal attention map (15
     frames)."""
+    for n_kv_heads in _VARIANTS.values():  # computed once: a redraw only draws
+        _causal_weights(n_kv_heads)
     return Explorer(
         HeadFigure,
         {"head": _HEAD_CHOICES, "variant": list(_VARIANTS)},

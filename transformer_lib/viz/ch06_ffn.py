@@ -10,6 +10,7 @@ unit.
 
 from __future__ import annotations
 
+import itertools
 from functools import cache
 
 import numpy as np
@@ -21,6 +22,8 @@ import transformer_lib as tl
 from ..demos.ffn_curve_fit import TARGETS, X_RANGE, fitted_ffn
 from .figures import LiveFigure
 from .interactive import Explorer
+
+ACTIVATIONS, D_FFS = ["relu", "gelu"], [1, 2, 4, 8, 16, 32]
 
 
 @cache
@@ -99,13 +102,11 @@ class HingeFigure(LiveFigure):
 
 def hinge_explorer() -> Explorer:
     """Activation, hidden width and target curve of a 1-D FFN (24 frames)."""
+    for setting in itertools.product(D_FFS, ACTIVATIONS, TARGETS):
+        fitted_curves(*setting)  # fitted once: a redraw only draws
     return Explorer(
         HingeFigure,
-        {
-            "activation": ["relu", "gelu"],
-            "d_ff": [1, 2, 4, 8, 16, 32],
-            "target": list(TARGETS),
-        },
+        {"activation": ACTIVATIONS, "d_ff": D_FFS, "target": list(TARGETS)},
         defaults={"d_ff": 4},
         labels={
             "activation": "activation",

@@ -213,6 +213,18 @@ def pe_heatmap_explorer() -> Explorer:
     )
 
 
+def _frame(ax, xlabel: str, ylabel: str):
+    """The axes' labels, a grid, room for a title, and the legend to the right of the
+    axes (where no curve passes); returns the legend."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.set_title(" ", fontsize=10, y=1.01)
+    return ax.legend(
+        fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False
+    )
+
+
 # -- similarity against offset ---------------------------------------------------------
 SIM_D = [16, 64, 512]
 SIM_K = [50, 1000]
@@ -237,13 +249,7 @@ class PESimilarityFigure(LiveFigure):
         ]
         zero = ax.axhline(0, color="#999999", lw=0.6)  # over the curves, as drawn
         ax.set_ylim(-0.55, 1.05)
-        ax.set_xlabel("offset k")
-        ax.set_ylabel("cosine similarity")
-        self.legend = ax.legend(
-            fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False
-        )
-        ax.grid(alpha=0.3)
-        ax.set_title(" ", fontsize=10, y=1.01)
+        self.legend = _frame(ax, "offset k", "cosine similarity")
         self.live(self.curve, *self.rows, zero, ax.title)
 
     def layout(self, K: int, **_) -> int:
@@ -345,13 +351,9 @@ class RopeFigure(LiveFigure):
         zero = ax.axhline(0, color="#999999", lw=0.6)
         self.plain = ax.axhline(0, color="#999999", lw=0.8, ls=":")
         self.plain.set_label("q · k, no rotation")
-        ax.set_xlabel("distance m − n between query and key")
-        ax.set_ylabel("score RoPE(q, m) · RoPE(k, n)")
-        self.legend = ax.legend(
-            fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False
+        self.legend = _frame(
+            ax, "distance m − n between query and key", "score RoPE(q, m) · RoPE(k, n)"
         )
-        ax.grid(alpha=0.3)
-        ax.set_title(" ", fontsize=10, y=1.01)
         self.live(*self.curves, zero, self.plain)
 
     def layout(self, vectors: str, R: int, **_) -> tuple:

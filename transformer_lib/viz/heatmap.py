@@ -177,9 +177,11 @@ class Heatmap:
         :class:`HoverGrid` that an Explorer turns into hover read-outs on the site."""
         values = np.asarray(values, dtype=float)
         self.image.set_data(values)
-        if self.shade is not None:
-            hide = np.ones(values.shape, dtype=bool) if masked is None else ~masked
-            self.shade.set_data(np.ma.masked_where(hide, np.ones_like(values)))
+        if self.shade is not None:  # drawn only when some cell is masked
+            self.shade.set_visible(masked is not None)
+            if masked is not None:
+                shade = np.ma.masked_where(~masked, np.ones_like(values))
+                self.shade.set_data(shade)
         if title is not None:
             self.ax.title.set_text(title)
         if self.annotate == "rowmax":

@@ -36,18 +36,18 @@ def _png_chunk(tag: bytes, data: bytes) -> bytes:
 
 
 def _fast_png(rgba: np.ndarray) -> bytes:
-    """An RGB PNG of the (H, W, 4) picture, quickly (about 2 ms here, half of
-    Pillow's): each row stored as its difference from the row above (PNG filter "up",
-    which leaves little for zlib's fastest level to compress)."""
+    """A PNG of the (H, W, 4) picture, quickly (about 2 ms here, a third of Pillow's):
+    each row stored as its difference from the row above (PNG filter "up", which
+    leaves mostly zeros, the opaque alpha channel entirely), then zlib's fastest
+    level."""
     h, w = rgba.shape[:2]
-    rgb = rgba[..., :3]
-    raw = np.empty((h, 1 + 3 * w), dtype=np.uint8)
-    pixels = raw[:, 1:].reshape(h, w, 3)  # a view: each row after its filter byte
+    rows = np.ascontiguousarray(rgba).reshape(h, 4 * w)
+    raw = np.empty((h, 1 + 4 * w), dtype=np.uint8)
     raw[:, 0] = 2  # filter type "up" ...
     raw[0, 0] = 0  # ... except for the first row, stored as is
-    pixels[0] = rgb[0]
-    np.subtract(rgb[1:], rgb[:-1], out=pixels[1:])  # modulo 256, as PNG wants
-    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # 8-bit RGB
+    raw[0, 1:] = rows[0]
+    np.subtract(rows[1:], rows[:-1], out=raw[1:, 1:])  # modulo 256, as PNG wants
+    header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)  # 8-bit RGBA
     return (
         b"\x89PNG\r\n\x1a\n"
         + _png_chunk(b"IHDR", header)
