@@ -154,9 +154,12 @@ def test_the_script_is_a_packaged_js_file_inlined_once_per_figure():
 
 def test_the_live_widget_shows_the_figure_before_any_control_moves():
     e = make()
-    e.widget()
-    assert e._image.value[:8] == b"\x89PNG\r\n\x1a\n"
-    assert e._image.value == e.update()  # the defaults' picture
+    image = e.widget().children[-1]
+    assert image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert image.value == e.update()  # the defaults' picture
+    slider = e.widget().children[0].children[1]  # temperature
+    slider.value = 2.0
+    assert image.value == e.update(temperature=2.0) != e.update()
 
 
 def test_public_names_import_from_viz_and_from_viz_explorer():

@@ -115,7 +115,6 @@ class Explorer:
         # draws off-screen, whatever backend Jupyter uses
         self._canvas = FigureCanvasAgg(self._fig)
         self._widget = None  # the live form, built on first display
-        self._image = None  # its Image, which update() fills
         # a LiveFigure class: built once on the figure, then updated
         self._live_class = _is_live_figure(draw)
         self._figure: LiveFigure | None = None
@@ -123,7 +122,8 @@ class Explorer:
         self._backgrounds: dict = {}  # layout key -> saved picture of the rest
         self._overlays: dict = {}  # layout key -> its overlays' pixels, or None
 
-    # -- the redraw, shared by the live widget and the static twin
+    # -- the redraw: the live widget calls update(), the static twin _frame(); both
+    # paint the figure the same way
     def paint(self, values: dict[str, Any]) -> tuple[np.ndarray, Any]:
         """Draw the figure for these control values on the canvas.
 
@@ -215,31 +215,34 @@ class Explorer:
         return sorted(artists, key=depth)
 
     def update(self, **values: Any) -> bytes:
-        """Redraw for these control values and return the PNG.
+        """Redraw for these control values (the others at their defaults); the PNG.
 
-        This is what a live control does on change: the PNG goes into the widget's
-        Image.
+        This is what a live control does on change; :func:`.live.build_widget` shows
+        the PNG.
         """
         rgba, _ = self.paint({**self.defaults, **values})
-        png = _fast_png(rgba)
-        if self._image is not None:
-            self._image.value = png
-        return png
+        return _fast_png(rgba)
+
+    def _frame(self, values: dict[str, Any]) -> tuple[np.ndarray, list[dict]]:
+        """One frame of the static twin: the (H, W, 4) uint8 picture the live widget
+        shows for these values, and its hover data."""
+        rgba, grids = self.paint(values)
+        return rgba, static.hover_data(self._fig, grids)
 
     # -- the two lives
     def widget(self):
         """The ipywidgets form: a control per entry of ``controls``, over the figure."""
         if self._widget is None:
-            self._widget = live.build_widget(self)
+            self._widget = live.build_widget(self, self.update)
         return self._widget
 
     def frames(self) -> dict[str, dict]:
         """Every combination of control values, rendered: :func:`.static.frames`."""
-        return static.frames(self)
+        return static.frames(self.controls, self._frame)
 
     def to_html(self) -> str:
         """The kernel-free twin, one HTML block: :func:`.static.to_html`."""
-        return static.to_html(self)
+        return static.to_html(self, self.frames())
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         bundle = {
