@@ -26,6 +26,7 @@ from .attention import (
     softmax,
 )
 from .feed_forward import FeedForward
+from .flash import online_softmax, tiled_attention
 from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .kv_cache import KVCache, cached_attention_step, kv_cache_nbytes, time_decoding
 from .layers import DecoderLayer, EncoderLayer
@@ -39,6 +40,8 @@ __all__ = [
     "attention_scores",
     "scaled_dot_product_attention",
     "fused_attention",
+    "online_softmax",
+    "tiled_attention",
     "causal_mask",
     "padding_mask",
     "key_padding_to_attend",
