@@ -11,6 +11,8 @@ output goes when the running output is not rescaled (a classic mistake).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -56,17 +58,26 @@ def tile_states(
     return states
 
 
-def draw_tiles(fig, block_k: int = 3, tiles: int = 2) -> None:
+@functools.cache
+def _example(block_k: int) -> tuple:
+    """Everything the figure draws for one tile width, computed once."""
     s, v = example_row()
+    return (
+        tile_states(s, v, block_k),
+        tile_states(s, v, block_k, rescale=False),
+        (tl.softmax(s) @ v).numpy(),  # eq. attention, all at once
+        tl.softmax(s).numpy(),
+        s.numpy(),
+        v.numpy(),
+    )
+
+
+def draw_tiles(fig, block_k: int = 3, tiles: int = 2) -> None:
+    states, wrong, exact, final, sv, vv = _example(block_k)
     n_tiles = -(-T_K // block_k)
     j = min(tiles, n_tiles)  # tiles read so far
-    states = tile_states(s, v, block_k)
-    wrong = tile_states(s, v, block_k, rescale=False)
     m, ell, o = states[j]
-    exact = (tl.softmax(s) @ v).numpy()  # eq. attention, all at once
-    final = tl.softmax(s).numpy()
     seen = min(j * block_k, T_K)
-    sv, vv = s.numpy(), v.numpy()
     idx = np.arange(T_K)
     current = (idx >= (j - 1) * block_k) & (idx < seen) if j else np.zeros(T_K, bool)
     colours = np.where(current, "#fd8d3c", np.where(idx < seen, "#3182bd", "#d9d9d9"))
@@ -79,6 +90,8 @@ def draw_tiles(fig, block_k: int = 3, tiles: int = 2) -> None:
         ax1.hlines(m, -0.5, seen - 0.5, color="#d62728", lw=1.5)
         ax1.text(0, m + 0.12, f"m = {m:.2f}", color="#d62728", fontsize=8)
     ax1.set(xlim=(-0.6, T_K - 0.4), ylim=(-1, 3.7), xlabel="key i")
+    ax1.set_xticks([0, 4, 8, 11])
+    ax1.set_yticks([-1, 0, 1, 2, 3])
     ax1.set_title("scores $s_i$ (orange: this tile)", fontsize=9)
     ax1.tick_params(labelsize=7)
 
@@ -89,6 +102,8 @@ def draw_tiles(fig, block_k: int = 3, tiles: int = 2) -> None:
     ax2.bar(idx, so_far, color=colours, width=0.8)
     ax2.bar(idx, final, fill=False, edgecolor="black", lw=0.8, width=0.8)
     ax2.set(xlim=(-0.6, T_K - 0.4), ylim=(0, 1.0), xlabel="key i")
+    ax2.set_xticks([0, 4, 8, 11])
+    ax2.set_yticks([0, 0.5, 1])
     ax2.set_title(r"$e^{s_i - m} / \ell$ so far; outline: softmax", fontsize=9)
     ax2.text(0.02, 0.93, rf"$\ell$ = {ell:.3f}", transform=ax2.transAxes, fontsize=8)
     ax2.tick_params(labelsize=7)
@@ -104,8 +119,9 @@ def draw_tiles(fig, block_k: int = 3, tiles: int = 2) -> None:
         ax3.plot(*path[-1], "o", color="#08519c", ms=6, zorder=4)
     ax3.plot(*exact, "*", color="black", ms=11, zorder=5)
     ax3.set(xlim=(-1.5, 1.5), ylim=(-1.5, 1.5), aspect="equal")
+    ax3.set_xticks([])  # positions in the plane, no scale needed
+    ax3.set_yticks([])
     ax3.set_title(r"output $o/\ell$ after each tile; $\bigstar$ exact", fontsize=9)
-    ax3.tick_params(labelsize=7)
     err = np.abs(o / ell - exact).max() if j else float("nan")
     status = (
         "no tile read yet: m = -inf, l = 0, o = 0"
