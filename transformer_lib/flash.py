@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 
 from ._validate import check_mask, check_qkv
-from .attention import _LOW_PRECISION
 
 NEG_INF = float("-inf")
+_LOW_PRECISION = (torch.float16, torch.bfloat16)  # accumulated in float32
 
 
 # --------------------------------------------------------------------------------------
