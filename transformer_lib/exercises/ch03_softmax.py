@@ -72,9 +72,7 @@ class SoftmaxTrial(Trial):
 
     @cached_property
     def sums_off(self) -> bool:
-        """Some slice along dim does not sum to what the library's does (1, or 0 if
-        masked).
-        """
+        """A slice along dim does not sum like the library's (to 1, or 0 if masked)."""
         return not close(self.got.sum(dim=self.dim), self.want.sum(dim=self.dim), 1e-4)
 
     @cached_property
@@ -244,8 +242,10 @@ check_softmax = Checker(
 def _attention_variant(
     q, k, v, mask=None, *, scale=None, invert=False, after=False, fill=None, dim=-1
 ) -> torch.Tensor:
-    """The weights of common mistakes: another scale, an inverted mask, masking after
-    the softmax, filling with a finite value, or the softmax over another axis.
+    """The weights of common mistakes, each named by its keyword.
+
+    Another scale, an inverted mask, masking after the softmax, filling with a finite
+    value, or the softmax over another axis.
     """
     scale = math.sqrt(q.size(-1)) if scale is None else scale
     s = q @ k.transpose(-2, -1) / scale  # (..., T_q, T_k)

@@ -117,8 +117,8 @@ def multi_head_attention(
     n_heads: int,
     mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O (eq. multi-head), without
-    biases.
+    """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O (eq. multi-head), no biases.
+
 
     x_q (B, T_q, d_model), x_kv (B, T_k, d_model); every W is (d_model, d_model),
     applied as x @ W; mask bool, True = may attend, broadcastable to (B, h, T_q, T_k).

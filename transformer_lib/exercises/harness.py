@@ -77,9 +77,7 @@ class Trial:
         return shape(self.want)
 
     def run(self, candidate: Callable) -> None:
-        """Call the learner's function on this input and keep what it returns in
-        ``got``.
-        """
+        """Call the learner's function on this input; keep its result in ``got``."""
         self.candidate = candidate
         try:
             self.got = call(candidate, self.inputs, *self.args, **self.kwargs)
@@ -176,8 +174,8 @@ def mismatch(
     atol: float | None = None,
     example: Callable | None = None,
 ) -> Mistake:
-    """Catch-all: the first element of ``trial.<attr>`` that differs from
-    ``trial.<want>``.
+    """Catch-all: the first element where ``trial.<attr>`` differs from ``<want>``.
+
 
     ``atol`` defaults to the trial's own tolerance.
     """
@@ -200,8 +198,8 @@ class NotAttempted(Exception):
 
 
 class Wrong(Exception):
-    """A diagnosed mistake; the checker turns it into an AssertionError with its name in
-    front.
+    """A diagnosed mistake; the checker makes it an AssertionError with its name first.
+
 
     ``mistake`` is the row of the table that answered (None for a problem found while
     calling the learner's function).
@@ -213,8 +211,8 @@ class Wrong(Exception):
 
 
 class Checker:
-    """``check_<name>(candidate)``: runs ``candidate`` on every trial and names the
-    first mistake.
+    """``check_<name>(candidate)``: run ``candidate`` on each trial, name the mistake.
+
 
     On success it prints one line, ``"<name>: correct — <passed>"`` (``passed`` may use
     ``{n}``, the number of trials), and returns None. On failure it raises
@@ -302,9 +300,7 @@ def clone(x: Any) -> Any:
 def close(
     a: Any, b: torch.Tensor | None, atol: float = ATOL, rtol: float = RTOL
 ) -> bool:
-    """Same shape and allclose, NaN never equal. Compared in float64 so dtypes may
-    differ.
-    """
+    """Same shape and allclose, NaN never equal; in float64, so dtypes may differ."""
     if a is None or b is None or not isinstance(a, torch.Tensor) or a.shape != b.shape:
         return False
     return bool(
