@@ -82,30 +82,33 @@ def draw_tiles(fig, block_k: int = 3, tiles: int = 2) -> None:
     current = (idx >= (j - 1) * block_k) & (idx < seen) if j else np.zeros(T_K, bool)
     colours = np.where(current, "#fd8d3c", np.where(idx < seen, "#3182bd", "#d9d9d9"))
 
+    # one collection per layer of the picture (vlines, hlines): a redraw stays fast
     ax1 = fig.add_axes((0.06, 0.2, 0.26, 0.62))
-    ax1.bar(idx, sv, color=colours, width=0.8)
-    for b in range(block_k, T_K, block_k):  # tile boundaries
-        ax1.axvline(b - 0.5, color="#999999", lw=0.6, ls=":")
+    ax1.vlines(idx, 0, sv, colors=colours, lw=9)
+    bounds = np.arange(block_k, T_K, block_k) - 0.5  # tile boundaries
+    ax1.vlines(bounds, -1, 3.7, colors="#999999", lw=0.6, linestyles=":")
     if j:
         ax1.hlines(m, -0.5, seen - 0.5, color="#d62728", lw=1.5)
         ax1.text(0, m + 0.12, f"m = {m:.2f}", color="#d62728", fontsize=8)
     ax1.set(xlim=(-0.6, T_K - 0.4), ylim=(-1, 3.7), xlabel="key i")
     ax1.set_xticks([0, 4, 8, 11])
     ax1.set_yticks([-1, 0, 1, 2, 3])
-    ax1.set_title("scores $s_i$ (orange: this tile)", fontsize=9)
+    ax1.set_title("scores s\u1d62 (orange: this tile), running max m", fontsize=9)
     ax1.tick_params(labelsize=7)
 
     ax2 = fig.add_axes((0.39, 0.2, 0.26, 0.62))
     so_far = np.zeros(T_K)
     if j:
         so_far[:seen] = np.exp(sv[:seen] - m) / ell
-    ax2.bar(idx, so_far, color=colours, width=0.8)
-    ax2.bar(idx, final, fill=False, edgecolor="black", lw=0.8, width=0.8)
+    ax2.vlines(idx, 0, so_far, colors=colours, lw=9)
+    ax2.hlines(final, idx - 0.4, idx + 0.4, colors="black", lw=1.2)
     ax2.set(xlim=(-0.6, T_K - 0.4), ylim=(0, 1.0), xlabel="key i")
     ax2.set_xticks([0, 4, 8, 11])
     ax2.set_yticks([0, 0.5, 1])
-    ax2.set_title(r"$e^{s_i - m} / \ell$ so far; outline: softmax", fontsize=9)
-    ax2.text(0.02, 0.93, rf"$\ell$ = {ell:.3f}", transform=ax2.transAxes, fontsize=8)
+    ax2.set_title(
+        "weight so far e^(s\u1d62 \u2212 m) / \u2113; black: final", fontsize=9
+    )
+    ax2.text(0.03, 0.92, f"\u2113 = {ell:.3f}", transform=ax2.transAxes, fontsize=8)
     ax2.tick_params(labelsize=7)
 
     ax3 = fig.add_axes((0.72, 0.2, 0.26, 0.62))
@@ -121,7 +124,7 @@ def draw_tiles(fig, block_k: int = 3, tiles: int = 2) -> None:
     ax3.set(xlim=(-1.5, 1.5), ylim=(-1.5, 1.5), aspect="equal")
     ax3.set_xticks([])  # positions in the plane, no scale needed
     ax3.set_yticks([])
-    ax3.set_title(r"output $o/\ell$ after each tile; $\bigstar$ exact", fontsize=9)
+    ax3.set_title("output o / \u2113 after each tile; \u2605 exact", fontsize=9)
     err = np.abs(o / ell - exact).max() if j else float("nan")
     status = (
         "no tile read yet: m = -inf, l = 0, o = 0"
@@ -147,7 +150,7 @@ def tiles_explorer() -> Explorer:
         {"block_k": BLOCKS, "tiles": list(range(MAX_TILES + 1))},
         defaults={"block_k": 3, "tiles": 2},
         labels={"block_k": "keys per tile $b_k$", "tiles": "tiles read"},
-        figsize=(9.6, 3.4),
+        figsize=(8.6, 3.1),
         title="The online softmax, one tile of keys at a time",
     )
 
