@@ -44,7 +44,7 @@ def _texts(ax) -> str:
 
 
 def test_transformer_diagram_has_every_part_and_its_chapter():
-    fig, ax = plt.subplots(figsize=(7.5, 7.6))
+    fig, ax = plt.subplots(figsize=(6.6, 6.8))
     marks = diagrams.draw_transformer(ax)
     text = _texts(ax)
     for part in [
