@@ -42,7 +42,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = sorted(BOOK.glob("[0-9][0-9]*.ipynb"))  # 07b_depth too
 
 # ```{exercise} / ````{solution} label / :::{exercise} ... up to the same fence
 DIRECTIVE = re.compile(

@@ -151,7 +151,7 @@ def draw_transformer(
     ax.set_xlim(0, 100)
     ax.set_ylim(-1.5, 100)
     ax.axis("off")
-    xe, xd, w = 28.0, 72.0, 28.0  # encoder and decoder columns, box width
+    xe, xd, w = 28.0, 72.0, 30.0  # encoder and decoder columns, box width
 
     # inputs: token embedding, plus positional encoding (drawn between the columns)
     for x, tokens, side in [
@@ -174,19 +174,19 @@ def draw_transformer(
             )
         )
         ax.text(x, 15.0, "+", ha="center", va="center", fontsize=11, zorder=3)
-        px = x + side * 12.1
+        px = x + side * 12.6
         _box(
             ax,
             px,
             15.0,
-            17.0,
+            18.0,
             6.4,
             "positional encoding",
             ch["positional"],
             COLORS["embed"],
-            fontsize=8,
+            fontsize=7.5,
         )
-        _path(ax, [(px - side * 8.5, 15.0), (x + side * 1.6, 15.0)])
+        _path(ax, [(px - side * 9.0, 15.0), (x + side * 1.6, 15.0)])
 
     # one encoder layer and one decoder layer, each a stack of sublayers
     bottom = 20.0
@@ -214,7 +214,7 @@ def draw_transformer(
                 7.0,
             ),
             (
-                "cross-attention\nQ from below, K and V from $M$",
+                "cross-attention\nK, V from the memory $M$",
                 ch["cross_attn"],
                 COLORS["attn"],
                 9.0,

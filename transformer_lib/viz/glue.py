@@ -1,29 +1,31 @@
 """``glue``: numbers the code computed, in the prose, so that the text cannot drift.
 
-In the book's build, MyST-NB's ``glue(name, value)`` stores the value, and a sentence
-writes ``{glue:text}`name:.2f``` where the number belongs. A reader running a chapter in
-plain Jupyter, Binder or Colab may not have MyST-NB installed; there the same call shows
-the value in the cell's output (unless ``display=False``), so the notebook runs
-everywhere.
+A cell calls ``glue("name", value, display=False)``, and a sentence writes
+``{glue:text}`name:.2f``` where the number belongs; when the book is built, MyST-NB puts
+the value there. This is MyST-NB's own ``glue`` without importing MyST-NB: importing it
+loads nbformat and jsonschema, which takes seconds in every chapter, and a reader on
+Binder or Colab may not have it. The value is stored in the output exactly as MyST-NB
+stores it (``tests/test_book_helpers.py`` compares the two).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["glue"]
+__all__ = ["GLUE_PREFIX", "glue"]
+
+# MyST-NB (and papermill's scrapbook before it) finds glued values under this prefix
+GLUE_PREFIX = "application/papermill.record/"
 
 
 def glue(name: str, value: Any, display: bool = True) -> None:
-    """Store ``value`` as ``name`` for MyST-NB's ``{glue:...}`` roles, or show it."""
+    """Store ``value`` as ``name`` for MyST-NB's ``{glue:...}`` roles (and show it)."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"glue needs a non-empty string name, got {name!r}")
-    try:
-        from myst_nb import glue as myst_glue
-    except ImportError:  # plain Jupyter: no build to hand the value to
-        if display:
-            from IPython.display import display as show
+    from IPython.core.formatters import format_display_data
+    from IPython.display import display as show
 
-            show(value)
-        return
-    myst_glue(name, value, display=display)
+    bundle, metadata = format_display_data(value)
+    prefix = "" if display else GLUE_PREFIX
+    metadata["scrapbook"] = {"name": name, "mime_prefix": prefix}
+    show({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
