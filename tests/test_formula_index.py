@@ -782,8 +782,21 @@ def test_derivation_pe_dot_approximation():
         assert abs((pe[0] @ pe[k]).item() / 256 - (1 - math.log(k, 10000))) < 0.1
 
 
+def test_derivation_pe_dot_integral():
+    """sum_i cos(omega_i k) / (d/2) ~ integral_0^1 cos(k 10000^-u) du
+    ~ 1 - log_10000 k - gamma / ln 10000   (eq-pe-dot-integral)."""
+    d, gamma = 512, 0.5772156649015329
+    pe = tl.sinusoidal_positional_encoding(1001, d, dtype=F64)
+    u = torch.linspace(0, 1, 200_001, dtype=F64)
+    for k in (10, 100, 1000):
+        exact = (pe[0] @ pe[k]).item() / (d / 2)
+        integral = torch.trapezoid(torch.cos(k * 10000.0**-u), u).item()
+        closed = 1 - math.log(k, 10000) - gamma / math.log(10000)
+        assert abs(exact - integral) < 0.015 and abs(integral - closed) < 0.01
+
+
 def test_derivation_decoder_loss_is_cross_entropy_over_real_positions():
-    """L = -1/N sum over real (b, t) of log P[b, t, y_{b,t+1}]   (eq-dec-loss) = F.cross_entropy(ignore_index=pad)."""
+    """L = -1/N sum over real (b, t) of log P[b, t, y_{b,t}]   (eq-dec-loss) = F.cross_entropy(ignore_index=pad)."""
     logits, pad = _rand(2, 5, 7, seed=1), 0
     targets = torch.tensor([[3, 4, 2, 0, 0], [5, 6, 1, 2, 3]])
     log_p = torch.log(tl.softmax(logits))  # P = softmax(logits)   (eq-output-softmax)
