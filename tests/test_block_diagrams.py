@@ -19,7 +19,9 @@ BOOK = Path(__file__).resolve().parent.parent / "book"
 
 
 def draw(fn, norm_first):
-    fig, ax = plt.subplots(figsize=(4.6, 7))
+    encoder = fn is bd.draw_encoder_layer
+    size = bd.ENCODER_FIGSIZE if encoder else bd.DECODER_FIGSIZE
+    fig, ax = plt.subplots(figsize=size)
     names = fn(ax, norm_first=norm_first)
     fig.canvas.draw()
     return fig, ax, names

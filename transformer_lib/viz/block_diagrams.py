@@ -19,7 +19,9 @@ from matplotlib.patches import Circle, FancyBboxPatch
 from .diagrams import COLORS, EDGE, _box, _path
 
 __all__ = [
+    "DECODER_FIGSIZE",
     "DECODER_TENSORS",
+    "ENCODER_FIGSIZE",
     "ENCODER_TENSORS",
     "draw_decoder_layer",
     "draw_encoder_layer",
@@ -37,6 +39,9 @@ DECODER_TENSORS = [
     "Z_ffn_decoder",
     "Z_decoder_output",
 ]
+# figure sizes (inches) at which the labels are legible and clear of each other
+ENCODER_FIGSIZE = (4.6, 5.6)
+DECODER_FIGSIZE = (5.6, 7.4)
 RESIDUAL = "#777777"
 NAME_COLOR = "#1f4e79"
 
@@ -44,7 +49,7 @@ _X, _W = 44.0, 52.0  # the centre line of the stream, the width of a box
 _BOX_H, _NORM_H, _GAP = 10.0, 6.0, 7.0
 _RESIDUAL_X = _X - _W / 2 - 5.0  # where the residual path runs, left of the boxes
 _FRAME = (_RESIDUAL_X - 4.0, 95.0)  # left and right edge of a layer's frame
-_MEMORY_X = 99.0  # where the encoder's output comes in, right of the frame
+_MEMORY_X = 122.0  # where the encoder's output comes in, right of the frame
 
 
 def tensor_label(name: str) -> str:
@@ -110,10 +115,10 @@ def _sublayer(ax, y, text, color, inner, side, norm_first, names):
     if side is not None:  # keys and values from the encoder, into the box's right side
         _path(ax, [(_MEMORY_X, box_y), (_X + _W / 2, box_y)])
         ax.text(
-            _MEMORY_X - 1.0,
+            (_FRAME[1] + _MEMORY_X) / 2,
             box_y + 1.2,
             side,
-            ha="right",
+            ha="center",
             va="bottom",
             fontsize=8.5,
             color=NAME_COLOR,
@@ -161,7 +166,8 @@ def _layer(ax, sublayers, first, inputs, output, norm_first, title):
         color="#333333",
     )
     ax.text(_X, y + 2.5, output, ha="center", va="center", fontsize=8.5)
-    ax.set_xlim(0, 100)
+    wide = any(side is not None for *_, side in sublayers)  # room for the memory
+    ax.set_xlim(0, _MEMORY_X + 3.0 if wide else 100)
     ax.set_ylim(0, y + 5.0)
     ax.set_aspect("equal")
     return names
@@ -177,7 +183,7 @@ def draw_encoder_layer(ax, norm_first: bool = False) -> list[str]:
     else:
         inner, stream = ENCODER_TENSORS[1::2], ENCODER_TENSORS[2::2]
     boxes = [
-        ("multi-head self-attention\nQ, K, V from below", COLORS["attn"]),
+        ("multi-head\nself-attention", COLORS["attn"]),
         ("feed-forward network", COLORS["ffn"]),
     ]
     sublayers = [
