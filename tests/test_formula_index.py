@@ -392,11 +392,11 @@ def test_every_row_names_existing_tests():
     assert not problems, "\n" + "\n".join(problems)
 
 
-# The first source article's own numbering, 1-25. Its formulas were images, lost from its
-# text, but the sentence before each says which formula follows: formula 1 is Q, K and V
-# together, formula 11 is the standard deviation sigma (the book labels its square), and the
-# positional encoding is two formulas, sine and cosine. The final linear layer and softmax
-# the article describes only in words.
+# The first source article's own numbering, 1-25. Its formulas were images, lost from
+# its text, but the sentence before each says which formula follows: formula 1 is Q, K
+# and V together, formula 11 is the standard deviation sigma (the book labels its
+# square), and the positional encoding is two formulas, sine and cosine. The final
+# linear layer and softmax the article describes only in words.
 ARTICLE_NUMBERS = {
     "eq-q": 1,
     "eq-k": 1,
@@ -461,7 +461,7 @@ def test_article_numbering_runs_from_1_to_25_in_the_articles_order():
 
 def test_article_column_matches_the_numbering():
     wrong = [
-        f"{row.label}: Article reads {row.article!r}, expected {article_cell(row.label)!r}"
+        f"{row.label}: Article is {row.article!r}, expected {article_cell(row.label)!r}"
         for row in index_rows()
         if row.article != article_cell(row.label)
     ]
