@@ -35,11 +35,22 @@ def test_tensor_label_is_mathtext():
 def test_encoder_names_are_the_layers_named_tensors():
     _, _, names = draw(bd.draw_encoder_layer, False)
     assert names == bd.ENCODER_TENSORS == ch09_encoder.STEPS
-    # and they are the tensors one layer computes, in the order it computes them
+    # and they are the tensors one layer records in its trace, in the order it computes them
     layer = tl.EncoderLayer(16, 4, 32).eval()
+    trace: dict = {}
     with torch.no_grad():
-        steps = ch09_encoder.encoder_steps(layer, torch.randn(1, 5, 16))
-    assert [k for k in steps if k in names] == names
+        layer(torch.randn(1, 5, 16), trace=trace)
+    assert [k for k in trace if k in names] == names
+
+
+def test_decoder_names_are_the_layers_named_tensors():
+    _, _, names = draw(bd.draw_decoder_layer, False)
+    assert names == bd.DECODER_TENSORS
+    layer = tl.DecoderLayer(16, 4, 32).eval()
+    trace: dict = {}
+    with torch.no_grad():
+        layer(torch.randn(1, 3, 16), torch.randn(1, 4, 16), trace=trace)
+    assert [k for k in trace if k in names] == names
 
 
 def test_decoder_names_are_the_chapters_equations():

@@ -1,9 +1,24 @@
-"""Plotting and widgets for the book: kept apart so that ``import transformer_lib`` needs no matplotlib.
+"""Plotting and widgets for the book: kept apart so that ``import transformer_lib``
+needs no matplotlib.
 
-``Explorer`` is the live-or-static interactive figure; ``heatmap`` draws a labelled attention map;
-``show_source`` shows the library's own code. Each chapter's interactive figures live in a module
-``chNN_*.py`` of this package that declares them in ``EXPLORERS`` (name -> factory), so that
-``benchmarks/widgets.py`` can time every control's redraw.
+Generic drawing, one concern per module:
+
+* ``interactive``: ``Explorer``, the live-or-static interactive figure (controls,
+  redraw);
+* ``live``: its ipywidgets form in Jupyter; ``static``: its kernel-free twin on the
+  site, with the script ``explorer.js`` (package data);
+* ``heatmap``: ``heatmap``, a labelled attention map (a ``Heatmap`` drawn once), with
+  ``HoverGrid`` and ``light_colorbar``;
+* ``figures``: ``LiveFigure``, a figure drawn once whose ``update`` changes only what
+  the controls change (what keeps a live redraw fast), and ``MapFigure``, the
+  one-attention-map figure;
+* ``source``: ``show_source``, the library's own code in a chapter;
+* ``explorer``: the same public names, where chapters have always imported them from.
+
+Each chapter's interactive figures (LiveFigure classes) live in a module ``chNN_*.py``
+of this package that declares them in ``EXPLORERS`` (name -> factory), so that
+``benchmarks/widgets.py`` can time every control's redraw. The models, tasks and
+hand-set weights they show are in :mod:`transformer_lib.demos`.
 """
 
 from __future__ import annotations
@@ -12,9 +27,22 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 
-from .explorer import Explorer, HoverGrid, figure, heatmap, show_source
+from .figures import LiveFigure, MapFigure
+from .heatmap import Heatmap, HoverGrid, heatmap, light_colorbar
+from .interactive import Explorer
+from .source import show_source
 
-__all__ = ["Explorer", "HoverGrid", "heatmap", "show_source", "figure", "all_explorers"]
+__all__ = [
+    "Explorer",
+    "LiveFigure",
+    "MapFigure",
+    "Heatmap",
+    "HoverGrid",
+    "heatmap",
+    "light_colorbar",
+    "show_source",
+    "all_explorers",
+]
 
 
 def all_explorers() -> dict[str, Callable[[], Explorer]]:
