@@ -100,6 +100,10 @@ REFERENCES = {
     "check_sinusoidal_positional_encoding": (tl.sinusoidal_positional_encoding, [None]),
     "check_apply_rope": (tl.apply_rope, [None]),
     "check_kv_cache_step": (tl.cached_attention_step, [0, 1, 2]),
+    "check_online_attention": (
+        ex.ch13_flash_attention.reference_online_attention,
+        [None],
+    ),
 }
 SPOILED = [
     (name, how, part)
@@ -210,6 +214,23 @@ def kv_step_own(q_new, k_new, v_new, cache_k, cache_v, rope=False):
     return out, keys, vals
 
 
+def online_attention_normalised_each_step(score_blocks, value_blocks):
+    """FlashAttention-1's bookkeeping: o kept divided by l, the old o multiplied by
+    l_old e^(m_old - m_new) / l_new; other steps, the same answer."""
+    s0, v0 = score_blocks[0], value_blocks[0]
+    m = torch.full(s0.shape[:-1], NEG_INF)
+    ell, o = torch.zeros_like(m), torch.zeros(s0.shape[:-1] + v0.shape[-1:])
+    for s, v in zip(score_blocks, value_blocks, strict=True):
+        m_new = torch.maximum(m, s.amax(-1))
+        shift = torch.where(torch.isneginf(m_new), 0.0, m_new)
+        alpha, p = torch.exp(m - shift), torch.exp(s - shift.unsqueeze(-1))
+        ell_new = alpha * ell + p.sum(-1)
+        o = (alpha * ell).unsqueeze(-1) * o + p @ v
+        o = o / ell_new.clamp_min(1e-30).unsqueeze(-1)
+        m, ell = m_new, ell_new
+    return o
+
+
 def _module_with_weights(W_q, W_k, W_v, W_o, n_heads):
     m = tl.MultiHeadAttention(W_q.size(0), n_heads, bias=False)
     with torch.no_grad():
@@ -244,6 +265,8 @@ CORRECT = [
     (ex.check_multi_head_attention, mha_via_library_module),
     (ex.check_kv_cache_step, tl.cached_attention_step),
     (ex.check_kv_cache_step, kv_step_own),
+    (ex.check_online_attention, ex.ch13_flash_attention.reference_online_attention),
+    (ex.check_online_attention, online_attention_normalised_each_step),
 ]
 
 

@@ -31,6 +31,7 @@ from .attention import (
 )
 from .costs import decode_step_macs, generate_macs, kv_cache_nbytes
 from .feed_forward import FeedForward
+from .flash import online_softmax, tiled_attention
 from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .kv_cache import KVCache, cached_attention_step
 from .layers import DecoderLayer, EncoderLayer, Residual
@@ -44,6 +45,8 @@ __all__ = [
     "attention_scores",
     "scaled_dot_product_attention",
     "fused_attention",
+    "online_softmax",
+    "tiled_attention",
     "causal_mask",
     "padding_mask",
     "key_padding_to_attend",

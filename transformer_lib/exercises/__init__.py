@@ -1,4 +1,4 @@
-"""Checkers for the book's implementation exercises (chapters 3-12).
+"""Checkers for the book's implementation exercises (chapters 3-13).
 
 Each ``check_<name>(candidate)`` runs the learner's function on several seeded inputs,
 edge cases included, and compares it with the library's own ``tl.<name>``:
@@ -56,6 +56,7 @@ from .ch08_positional_encoding import (
     check_sinusoidal_positional_encoding,
 )
 from .ch12_kv_cache import check_kv_cache_step
+from .ch13_flash_attention import check_online_attention
 
 __all__ = [
     "check_softmax",
@@ -68,5 +69,6 @@ __all__ = [
     "check_repeat_kv",
     "check_multi_head_attention",
     "check_kv_cache_step",
+    "check_online_attention",
     "multi_head_attention",
 ]
