@@ -35,7 +35,7 @@ def test_tensor_label_is_mathtext():
 def test_encoder_names_are_the_layers_named_tensors():
     _, _, names = draw(bd.draw_encoder_layer, False)
     assert names == bd.ENCODER_TENSORS == ch09_encoder.STEPS
-    # and they are the tensors one layer records in its trace, in the order it computes them
+    # they are the tensors one layer records in its trace, in the order it computes them
     layer = tl.EncoderLayer(16, 4, 32).eval()
     trace: dict = {}
     with torch.no_grad():
