@@ -33,8 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 INDEX = BOOK / "formulas.md"
 GLOSSARY = BOOK / "glossary.md"
+BIBLIOGRAPHY = BOOK / "bibliography.md"
 TABLE_START, TABLE_END = "% BEGIN FORMULA TABLE", "% END FORMULA TABLE"
-HEADER = "| Label | Formula | Where | Library | Test |\n|:--|:--|:--|:--|:--|\n"
+HEADER = (
+    "| Label | Article | Formula | Where | Library | Test |\n"
+    "|:--|:-:|:--|:--|:--|:--|\n"
+)
 
 # $$ ... $$ (eq-x)   |   ```{math} / :::{math} with :label: eq-x   |   \label{eq-x}
 # inside amsmath
@@ -68,6 +72,7 @@ class Equation:
 @dataclass
 class Row:
     label: str
+    article: str  # the formula's number in the first source article, "prose" or "—"
     formula: str
     where: str
     library: str
@@ -190,8 +195,8 @@ def index_rows(text: str | None = None) -> list[Row]:
     for line in text.splitlines():
         if line.startswith("| `eq-"):
             cells = _cells(line)
-            assert len(cells) == 5, (
-                f"an index row needs 5 cells, got {len(cells)}: {line}"
+            assert len(cells) == 6, (
+                f"an index row needs 6 cells, got {len(cells)}: {line}"
             )
             rows.append(Row(cells[0].strip("`"), *cells[1:]))
     return rows
@@ -208,9 +213,16 @@ def where_cell(eq: Equation) -> str:
     return " › ".join(parts) + f" · eq. {{eq}}`{eq.label}`"
 
 
+def article_cell(label: str) -> str:
+    """The formula's number in the first source article, "prose" or "—"."""
+    if label in ARTICLE_NUMBERS:
+        return str(ARTICLE_NUMBERS[label])
+    return "prose" if label in ARTICLE_PROSE else "—"
+
+
 def update_index() -> None:
-    """Rewrite the table: Label, Formula and Where from the chapters; Library and Test
-    kept (TODO when new)."""
+    """Rewrite the table: Label, Article, Formula and Where from the chapters and
+    ARTICLE_NUMBERS; Library and Test kept (TODO when new)."""
     text = INDEX.read_text(encoding="utf-8")
     head, rest = text.split(TABLE_START + "\n", 1)
     _, tail = rest.split(TABLE_END, 1)
@@ -219,7 +231,8 @@ def update_index() -> None:
     for eq in labelled_equations():
         old = kept.pop(eq.label, None)
         library, test = (old.library, old.test) if old else ("TODO", "TODO")
-        cells = [f"`{eq.label}`", formula_cell(eq), where_cell(eq), library, test]
+        cells = [f"`{eq.label}`", article_cell(eq.label), formula_cell(eq)]
+        cells += [where_cell(eq), library, test]
         lines.append(f"| {' | '.join(cells)} |\n")
         if not old:
             print(
@@ -391,36 +404,42 @@ def test_every_row_names_existing_tests():
     assert not problems, "\n" + "\n".join(problems)
 
 
-FIRST_ARTICLE = [
-    "eq-q",
-    "eq-k",
-    "eq-v",
-    "eq-scores",
-    "eq-scaled-scores",
-    "eq-softmax",
-    "eq-weighted-sum",
-    "eq-multi-head",
-    "eq-ffn",
-    "eq-residual",
-    "eq-layer-norm-article",
-    "eq-ln-mean",
-    "eq-ln-var",
-    "eq-pe-sin",
-    "eq-pe-cos",
-    "eq-x-pos",
-    "eq-enc-attn",
-    "eq-enc-add-norm-1",
-    "eq-enc-ffn",
-    "eq-enc-out",
-    "eq-y-pos",
-    "eq-dec-masked-attn",
-    "eq-dec-add-norm-2",
-    "eq-dec-cross-attn",
-    "eq-dec-add-norm-3",
-    "eq-dec-ffn",
-    "eq-dec-out",
-    "eq-output-softmax",
-]
+# The first source article's own numbering, 1-25. Its formulas were images, lost from
+# its text, but the sentence before each says which formula follows: formula 1 is Q, K
+# and V together, formula 11 is the standard deviation sigma (the book labels its
+# square), and the positional encoding is two formulas, sine and cosine. The final
+# linear layer and softmax the article describes only in words.
+ARTICLE_NUMBERS = {
+    "eq-q": 1,
+    "eq-k": 1,
+    "eq-v": 1,
+    "eq-scores": 2,
+    "eq-scaled-scores": 3,
+    "eq-softmax": 4,
+    "eq-weighted-sum": 5,
+    "eq-multi-head": 6,
+    "eq-ffn": 7,
+    "eq-residual": 8,
+    "eq-layer-norm-article": 9,
+    "eq-ln-mean": 10,
+    "eq-ln-var": 11,
+    "eq-pe-sin": 12,
+    "eq-pe-cos": 13,
+    "eq-x-pos": 14,
+    "eq-enc-attn": 15,
+    "eq-enc-add-norm-1": 16,
+    "eq-enc-ffn": 17,
+    "eq-enc-out": 18,
+    "eq-y-pos": 19,
+    "eq-dec-masked-attn": 20,
+    "eq-dec-add-norm-2": 21,
+    "eq-dec-cross-attn": 22,
+    "eq-dec-add-norm-3": 23,
+    "eq-dec-ffn": 24,
+    "eq-dec-out": 25,
+}
+ARTICLE_PROSE = ["eq-output-softmax"]
+FIRST_ARTICLE = list(ARTICLE_NUMBERS) + ARTICLE_PROSE
 BEYOND_THE_ARTICLE = [
     "eq-causal-mask",
     "eq-causal-mask-offset",
@@ -442,7 +461,24 @@ def test_index_covers_the_formulas_the_issue_requires():
     assert not missing, (
         f"formulas the issue requires are not labelled in any chapter: {missing}"
     )
-    assert len(FIRST_ARTICLE) >= 25
+
+
+def test_article_numbering_runs_from_1_to_25_in_the_articles_order():
+    numbers = list(ARTICLE_NUMBERS.values())
+    assert sorted(set(numbers)) == list(range(1, 26)), "the article has 25 formulas"
+    assert numbers == sorted(numbers), "keep ARTICLE_NUMBERS in the article's order"
+    assert not set(ARTICLE_PROSE) & set(ARTICLE_NUMBERS)
+    prose = INDEX.read_text(encoding="utf-8").split(TABLE_START)[0]
+    assert f"25 formulas are {len(ARTICLE_NUMBERS)} rows here" in prose
+
+
+def test_article_column_matches_the_numbering():
+    wrong = [
+        f"{row.label}: Article is {row.article!r}, expected {article_cell(row.label)!r}"
+        for row in index_rows()
+        if row.article != article_cell(row.label)
+    ]
+    assert not wrong, "\n" + "\n".join(wrong) + f"\n{UPDATE}"
 
 
 def test_labels_named_in_the_index_prose_exist():
@@ -474,15 +510,16 @@ def _corrupt(text: str, label: str, column: int, value: str | None) -> str:
     ("column", "value", "check"),
     [
         (None, None, test_every_labelled_formula_is_in_the_index),
-        (3, "`tl.no_such_function`", test_every_row_names_existing_library_functions),
-        (3, "softmax", test_every_row_names_existing_library_functions),
+        (4, "`tl.no_such_function`", test_every_row_names_existing_library_functions),
+        (4, "softmax", test_every_row_names_existing_library_functions),
         (
-            4,
+            5,
             "`tests/test_library.py::test_no_such_test`",
             test_every_row_names_existing_tests,
         ),
-        (4, "TODO", test_every_row_names_existing_tests),
-        (1, "$x$", test_formula_and_link_match_the_chapter),
+        (5, "TODO", test_every_row_names_existing_tests),
+        (2, "$x$", test_formula_and_link_match_the_chapter),
+        (1, "7", test_article_column_matches_the_numbering),
     ],
     ids=[
         "row-missing",
@@ -491,6 +528,7 @@ def _corrupt(text: str, label: str, column: int, value: str | None) -> str:
         "unknown-test",
         "no-test",
         "formula-drifted",
+        "article-number-wrong",
     ],
 )
 def test_the_index_checks_catch_a_broken_index(
@@ -772,8 +810,21 @@ def test_derivation_pe_dot_approximation():
         assert abs((pe[0] @ pe[k]).item() / 256 - (1 - math.log(k, 10000))) < 0.1
 
 
+def test_derivation_pe_dot_integral():
+    """sum_i cos(omega_i k) / (d/2) ~ integral_0^1 cos(k 10000^-u) du
+    ~ 1 - log_10000 k - gamma / ln 10000   (eq-pe-dot-integral)."""
+    d, gamma = 512, 0.5772156649015329
+    pe = tl.sinusoidal_positional_encoding(1001, d, dtype=F64)
+    u = torch.linspace(0, 1, 200_001, dtype=F64)
+    for k in (10, 100, 1000):
+        exact = (pe[0] @ pe[k]).item() / (d / 2)
+        integral = torch.trapezoid(torch.cos(k * 10000.0**-u), u).item()
+        closed = 1 - math.log(k, 10000) - gamma / math.log(10000)
+        assert abs(exact - integral) < 0.015 and abs(integral - closed) < 0.01
+
+
 def test_derivation_decoder_loss_is_cross_entropy_over_real_positions():
-    """L = -1/N sum over real (b, t) of log P[b, t, y_{b,t+1}]   (eq-dec-loss) =
+    """L = -1/N sum over real (b, t) of log P[b, t, y_{b,t}]   (eq-dec-loss) =
     F.cross_entropy(ignore_index=pad)."""
     logits, pad = _rand(2, 5, 7, seed=1), 0
     targets = torch.tensor([[3, 4, 2, 0, 0], [5, 6, 1, 2, 3]])
@@ -940,7 +991,7 @@ def test_glossary_has_the_terms_of_the_issue(english, chinese):
     assert chinese in row[1]
 
 
-@pytest.mark.parametrize("page", [GLOSSARY, INDEX], ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [GLOSSARY, INDEX, BIBLIOGRAPHY], ids=lambda p: p.name)
 def test_chinese_text_is_marked_with_its_language(page):
     """Browsers pick a CJK font (and Simplified or Traditional glyphs) from lang=; every
     run of Chinese needs one."""
