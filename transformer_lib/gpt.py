@@ -385,13 +385,18 @@ class GPT(nn.Module):
         runs against a preallocated KV cache; without it the whole sequence is rerun at
         every step. Both give the same tokens. A row that produces ``eos_id`` keeps it
         and is padded after it with ``pad_id`` (default: ``eos_id``, as
-        ``transformers`` does for a model without a pad token); generation stops early
-        once every row has ended. The train/eval mode is left alone: call ``eval()``
+        ``transformers`` does for a model without a pad token; any integer, -1 too);
+        generation stops early once every row has ended. The train/eval mode is left alone: call ``eval()``
         first if the model has dropout.
         """
         B, T = self._check_generate(idx, max_new_tokens)
         if do_sample:
             check_sampling_args(temperature, top_k, top_p)
+        if eos_id is not None and not 0 <= eos_id < self.cfg.vocab_size:
+            raise ValueError(
+                f"eos_id={eos_id} is not a token id in "
+                f"[0, vocab_size={self.cfg.vocab_size})"
+            )
         pad = eos_id if pad_id is None else pad_id
         out = idx.new_full((B, max_new_tokens), -1 if pad is None else pad)
         all_logits = []
@@ -415,9 +420,12 @@ class GPT(nn.Module):
             else:
                 nxt = logits.argmax(dim=-1)  # (B,)   (eq. greedy)
             if eos_id is not None:
-                nxt = torch.where(done, pad, nxt)
+                # a row that has ended keeps feeding eos; its output is pad
+                nxt = torch.where(done, eos_id, nxt)
+                out[:, t] = torch.where(done, pad, nxt)
                 done = done | (nxt == eos_id)
-            out[:, t] = nxt
+            else:
+                out[:, t] = nxt
             all_logits.append(logits)
             if eos_id is not None and bool(done.all()):
                 break  # the rest of out already holds pad
