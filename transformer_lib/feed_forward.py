@@ -28,8 +28,19 @@ def silu(x: torch.Tensor) -> torch.Tensor:
     return x * torch.sigmoid(x)
 
 
-# name -> activation; "gelu" is the exact x * Phi(x), computed by PyTorch (erf)
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": gelu_tanh, "silu": silu}
+def _gelu_tanh_fused(x: torch.Tensor) -> torch.Tensor:
+    """:func:`gelu_tanh` in one PyTorch kernel (forward and backward)."""
+    return F.gelu(x, approximate="tanh")
+
+
+# name -> activation. The fast path: PyTorch's fused kernels, equal to the formulas
+# above (tests/test_modern_block.py checks it); "gelu" is the exact x * Phi(x) (erf).
+ACTIVATIONS = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": _gelu_tanh_fused,
+    "silu": F.silu,
+}
 
 
 class FeedForward(nn.Module):
