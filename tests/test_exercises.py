@@ -1,8 +1,9 @@
-"""The exercise checkers: each accepts the library (and other correct answers) and rejects a catalogue
-of real mistakes with a message that names the cause.
+"""The exercise checkers: each accepts the library (and other correct answers) and
+rejects a catalogue of real mistakes with a message that names the cause.
 
-CATALOGUE lists (checker, wrong implementation, words the message must contain). Every wrong
-implementation is written the way a learner would write it, not through the checkers' own helpers.
+The catalogue is the checkers' own tables (``checker.mistakes``): every row that has an
+example (a wrong function written the way a learner would write it) must be answered by
+that very row, so a new row is tested without a new test.
 """
 
 from __future__ import annotations
@@ -17,641 +18,119 @@ import torch.nn.functional as F
 
 import transformer_lib as tl
 from transformer_lib import exercises as ex
+from transformer_lib.exercises.harness import NOT_ATTEMPTED_HINT
 
 NEG_INF = float("-inf")
 
-
-# ------------------------------------------------------------------------------------------------
-# Wrong implementations, one per real mistake
-# ------------------------------------------------------------------------------------------------
-
-# softmax ----------------------------------------------------------------------------------------
-
-
-def softmax_wrong_axis(x, dim=-1):
-    e = torch.exp(x - x.amax(dim=0, keepdim=True))
-    return e / e.sum(dim=0, keepdim=True)  # normalises the columns
-
-
-def softmax_no_max_subtraction(x, dim=-1):
-    e = torch.exp(x)  # exp(1e4) = inf
-    return e / e.sum(dim=dim, keepdim=True)
-
-
-def softmax_not_normalised(x, dim=-1):
-    return torch.exp(x - x.amax(dim=dim, keepdim=True))
-
-
-def softmax_exp_only(x, dim=-1):
-    return torch.exp(x)
-
-
-def softmax_nan_on_masked_row(x, dim=-1):
-    return torch.softmax(x, dim=dim)  # a row of -inf gives 0/0
-
-
-def softmax_ignores_dim(x, dim=-1):
-    return tl.softmax(x, dim=-1)
-
-
-# scaled dot-product attention --------------------------------------------------------------------
-
-
-def _attention(
-    q,
-    k,
-    v,
-    mask=None,
-    *,
-    scale=None,
-    fill=NEG_INF,
-    invert=False,
-    after=False,
-    dim=-1,
-    soft=tl.softmax,
-):
-    scale = math.sqrt(q.size(-1)) if scale is None else scale
-    scores = q @ k.transpose(-2, -1) / scale
-    if mask is not None and not after:
-        scores = scores.masked_fill(mask if invert else ~mask, fill)
-    w = soft(scores, dim=dim)
-    if mask is not None and after:
-        w = w.masked_fill(~mask, 0.0)
-    return w @ v, w
-
-
-def sdpa_scaled_by_sqrt_T(q, k, v, mask=None):
-    return _attention(q, k, v, mask, scale=math.sqrt(k.size(-2)))
-
-
-def sdpa_not_scaled(q, k, v, mask=None):
-    return _attention(q, k, v, mask, scale=1.0)
-
-
-def sdpa_scaled_by_d_k(q, k, v, mask=None):
-    return _attention(q, k, v, mask, scale=q.size(-1))
-
-
-def sdpa_mask_inverted(q, k, v, mask=None):
-    return _attention(q, k, v, mask, invert=True, soft=torch.softmax)
-
-
-def sdpa_mask_after_softmax(q, k, v, mask=None):
-    return _attention(q, k, v, mask, after=True)
-
-
-def sdpa_softmax_over_queries(q, k, v, mask=None):
-    return _attention(q, k, v, mask, dim=-2)
-
-
-def sdpa_nan_on_fully_masked_rows(q, k, v, mask=None):
-    return _attention(q, k, v, mask, soft=torch.softmax)
-
-
-def sdpa_fill_minus_1e9(q, k, v, mask=None):
-    return _attention(q, k, v, mask, fill=-1e9)
-
-
-def sdpa_fill_zero(q, k, v, mask=None):
-    return _attention(q, k, v, mask, fill=0.0)
-
-
-def sdpa_ignores_mask(q, k, v, mask=None):
-    return _attention(q, k, v, None)
-
-
-def sdpa_returns_output_only(q, k, v, mask=None):
-    return tl.scaled_dot_product_attention(q, k, v, mask)[0]
-
-
-def sdpa_own_softmax_overflows(q, k, v, mask=None):
-    def soft(s, dim):
-        e = s.exp()
-        return e / e.sum(dim, keepdim=True)
-
-    return _attention(
-        q,
-        k,
-        v,
-        mask,
-        soft=lambda s, dim: (
-            soft(s, dim).nan_to_num(0.0)
-            if torch.isinf(s).all(dim).any()
-            else soft(s, dim)
-        ),
-    )
-
-
-def sdpa_weights_times_k(q, k, v, mask=None):
-    out, w = tl.scaled_dot_product_attention(q, k, v, mask)
-    return w @ k, w
-
-
-def sdpa_output_from_scores(q, k, v, mask=None):
-    out, w = tl.scaled_dot_product_attention(q, k, v, mask)
-    return tl.attention_scores(q, k) @ v, w  # the raw scores, not the weights
-
-
-# causal mask ---------------------------------------------------------------------------------------
-
-
-def causal_diagonal_excluded(T_q, T_k=None):
-    T_k = T_q if T_k is None else T_k
-    return torch.ones(T_q, T_k, dtype=torch.bool).tril(diagonal=T_k - T_q - 1)
-
-
-def causal_upper_triangle(T_q, T_k=None):
-    T_k = T_q if T_k is None else T_k
-    return torch.ones(T_q, T_k, dtype=torch.bool).triu()
-
-
-def causal_top_left(T_q, T_k=None):
-    T_k = T_q if T_k is None else T_k
-    return torch.ones(T_q, T_k, dtype=torch.bool).tril()
-
-
-def causal_inverted(T_q, T_k=None):
-    return ~tl.causal_mask(T_q, T_k)
-
-
-def causal_float_additive(T_q, T_k=None):
-    return torch.zeros(T_q, T_k or T_q).masked_fill(~tl.causal_mask(T_q, T_k), NEG_INF)
-
-
-def causal_ignores_T_k(T_q, T_k=None):
-    return torch.ones(T_q, T_q, dtype=torch.bool).tril()
-
-
-# padding mask --------------------------------------------------------------------------------------
-
-
-def padding_inverted(lengths, T):
-    return (torch.arange(T)[None, :] >= lengths[:, None])[:, None, None, :]
-
-
-def padding_off_by_one(lengths, T):
-    return (torch.arange(T)[None, :] <= lengths[:, None])[:, None, None, :]
-
-
-def padding_one_short(lengths, T):
-    return (torch.arange(T)[None, :] < lengths[:, None] - 1)[:, None, None, :]
-
-
-def padding_wrong_shape(lengths, T):
-    return torch.arange(T)[None, :] < lengths[:, None]  # (B, T)
-
-
-# LayerNorm -------------------------------------------------------------------------------------------
-
-
-def ln_unbiased_variance(x, gamma, beta, eps=1e-5):
-    return (
-        gamma
-        * (x - x.mean(-1, keepdim=True))
-        / torch.sqrt(x.var(-1, keepdim=True) + eps)
-        + beta
-    )
-
-
-def ln_eps_outside_sqrt(x, gamma, beta, eps=1e-5):
-    mu = x.mean(-1, keepdim=True)
-    sigma = ((x - mu) ** 2).mean(-1, keepdim=True).sqrt()
-    return gamma * (x - mu) / (sigma + eps) + beta
-
-
-def ln_over_batch_axis(x, gamma, beta, eps=1e-5):
-    mu = x.mean(0, keepdim=True)
-    var = ((x - mu) ** 2).mean(0, keepdim=True)
-    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
-
-
-def ln_beta_forgotten(x, gamma, beta, eps=1e-5):
-    mu = x.mean(-1, keepdim=True)
-    var = ((x - mu) ** 2).mean(-1, keepdim=True)
-    return gamma * (x - mu) / torch.sqrt(var + eps)
-
-
-def ln_no_eps(x, gamma, beta, eps=1e-5):
-    mu = x.mean(-1, keepdim=True)
-    var = ((x - mu) ** 2).mean(-1, keepdim=True)
-    return gamma * (x - mu) / torch.sqrt(var) + beta
-
-
-def ln_naive_variance(x, gamma, beta, eps=1e-5):
-    mu = x.mean(-1, keepdim=True)
-    var = (x * x).mean(-1, keepdim=True) - mu * mu  # cancels when |mu| >> sigma
-    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
-
-
-def ln_ignores_eps(x, gamma, beta, eps=1e-5):
-    return tl.layer_norm(x, gamma, beta)
-
-
-# sinusoidal positional encoding ---------------------------------------------------------------------
-
-
-def _pe(
-    T, d, *, first=torch.sin, second=torch.cos, exponent=lambda i, d: 2 * i / d, start=0
-):
-    pe = torch.zeros(T, d)
-    for pos in range(T):
-        for i in range((d + 1) // 2):
-            angle = torch.tensor(
-                (pos + start) / 10000 ** exponent(i, d), dtype=torch.float64
-            )
-            pe[pos, 2 * i] = first(angle)
-            if 2 * i + 1 < d:
-                pe[pos, 2 * i + 1] = second(angle)
-    return pe
-
-
-def pe_sin_cos_swapped(T, d_model):
-    return _pe(T, d_model, first=torch.cos, second=torch.sin)
-
-
-def pe_exponent_i_over_d(T, d_model):
-    return _pe(T, d_model, exponent=lambda i, d: i / d)
-
-
-def pe_positions_from_1(T, d_model):
-    return _pe(T, d_model, start=1)
-
-
-def pe_concatenated_halves(T, d_model):
-    pos = torch.arange(T, dtype=torch.float32)[:, None]
-    freq = 10000 ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
-    angle = pos * freq  # (T, ceil(d/2))
-    return torch.cat([angle.sin(), angle.cos()[:, : d_model // 2]], dim=1)
-
-
-# RoPE -------------------------------------------------------------------------------------------------
-
-
-def _rope(x, theta):  # theta (..., T, d/2)
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    return torch.stack(
-        (x1 * theta.cos() - x2 * theta.sin(), x1 * theta.sin() + x2 * theta.cos()), -1
-    ).flatten(-2)
-
-
-def rope_wrong_frequencies(x, positions):
-    d = x.size(-1)
-    return _rope(
-        x, positions[:, None].float() * 10000 ** (-torch.arange(d // 2) / d)
-    )  # -i/d, not -2i/d
-
-
-def rope_wrong_frequencies_linear(x, positions):
-    d = x.size(-1)
-    return _rope(x, positions[:, None].float() * (1 + torch.arange(d // 2)) / (d // 2))
-
-
-def rope_same_angle_every_pair(x, positions):
-    return _rope(x, positions[:, None].float().expand(-1, x.size(-1) // 2))
-
-
-def rope_rotate_half(x, positions):
-    d = x.size(-1)
-    theta = positions[:, None].float() * 10000 ** (-torch.arange(0, d, 2) / d)
-    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
-    return torch.cat(
-        (x1 * theta.cos() - x2 * theta.sin(), x1 * theta.sin() + x2 * theta.cos()), -1
-    )
-
-
-def rope_ignores_positions(x, positions):
-    return tl.apply_rope(x, torch.arange(x.size(-2)))
-
-
-def rope_opposite_direction(x, positions):
-    return tl.apply_rope(x, -positions)
-
-
-# GQA -------------------------------------------------------------------------------------------------
-
-
-def repeat_kv_tiled(k, n_rep):
-    return k.repeat(1, n_rep, 1, 1)  # k0, k1, k0, k1, ...
-
-
-def repeat_kv_time_axis(k, n_rep):
-    return k.repeat_interleave(n_rep, dim=2)
-
-
-# multi-head attention -------------------------------------------------------------------------------
-
-
-def _mha(
-    x_q,
-    x_kv,
-    W_q,
-    W_k,
-    W_v,
-    W_o,
-    n_heads,
-    mask=None,
-    *,
-    split_view=False,
-    merge_view=False,
-    use_W_o=True,
-    d_scale=None,
-):
-    B, T_q, D = x_q.shape
-    d_k = D // n_heads
-
-    def split(t):
-        if split_view:
-            return t.view(B, n_heads, t.size(1), d_k)  # no transpose
-        return t.view(B, t.size(1), n_heads, d_k).transpose(1, 2)
-
-    q, k, v = split(x_q @ W_q), split(x_kv @ W_k), split(x_kv @ W_v)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_scale or d_k)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, NEG_INF)
-    out = tl.softmax(scores, dim=-1) @ v  # (B, h, T_q, d_k)
-    out = (
-        out.reshape(B, T_q, D) if merge_view else out.transpose(1, 2).reshape(B, T_q, D)
-    )
-    return out @ W_o if use_W_o else out
-
-
-def mha_heads_split_without_transpose(
-    x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None
-):
-    return _mha(
-        x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask, split_view=True, merge_view=True
-    )
-
-
-def mha_forgot_W_o(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
-    return _mha(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask, use_W_o=False)
-
-
-def mha_scaled_by_sqrt_d_model(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
-    return _mha(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask, d_scale=x_q.size(-1))
-
-
-def mha_merge_without_transpose(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
-    return _mha(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask, merge_view=True)
-
-
-def mha_ignores_mask(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
-    return _mha(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, None)
-
-
-# KV cache ---------------------------------------------------------------------------------------------
-
-
-def _step(
-    q,
-    k,
-    v,
-    cache_k,
-    cache_v,
-    rope=False,
-    *,
-    positions=None,
-    append=True,
-    only_new=False,
-    causal=True,
-):
-    T_past, T_new = cache_k.size(-2), q.size(-2)
-    if rope:
-        pos = (
-            torch.arange(T_past, T_past + T_new)
-            if positions is None
-            else positions(T_past, T_new)
-        )
-        q, k = tl.apply_rope(q, pos), tl.apply_rope(k, pos)
-    keys, vals = torch.cat([cache_k, k], dim=-2), torch.cat([cache_v, v], dim=-2)
-    n_rep = q.size(1) // keys.size(1)
-    attend_k, attend_v = (k, v) if only_new else (keys, vals)
-    mask = tl.causal_mask(T_new, attend_k.size(-2)) if causal else None
-    out, _ = tl.scaled_dot_product_attention(
-        q, tl.repeat_kv(attend_k, n_rep), tl.repeat_kv(attend_v, n_rep), mask
-    )
-    return (out, keys, vals) if append else (out, cache_k, cache_v)
-
-
-def kv_position_does_not_advance(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(
-        q_new,
-        k_new,
-        v_new,
-        cache_k,
-        cache_v,
-        rope,
-        positions=lambda T_past, T_new: torch.arange(T_new),
-    )
-
-
-def kv_cache_not_appended(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope, append=False)
-
-
-def kv_attends_only_new_token(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope, only_new=True)
-
-
-def kv_no_causal_mask_in_prompt(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope, causal=False)
-
-
-def kv_stores_unrotated_keys(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    out, _, _ = tl.cached_attention_step(q_new, k_new, v_new, cache_k, cache_v, rope)
-    return out, torch.cat([cache_k, k_new], -2), torch.cat([cache_v, v_new], -2)
-
-
-# ------------------------------------------------------------------------------------------------
-# The catalogue: (checker, wrong implementation, words the message must contain)
-# ------------------------------------------------------------------------------------------------
+CHECKERS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_")]
+
+# --------------------------------------------------------------------------------------
+# The catalogue: every known mistake of every checker's table
+# --------------------------------------------------------------------------------------
 
 CATALOGUE = [
-    # softmax
-    (
-        ex.check_softmax,
-        softmax_wrong_axis,
-        "did you take the softmax over the right axis",
-    ),
-    (ex.check_softmax, softmax_no_max_subtraction, "Subtract each row's maximum"),
-    (ex.check_softmax, softmax_not_normalised, "is it normalised"),
-    (ex.check_softmax, softmax_exp_only, "you return exp(x)"),
-    (
-        ex.check_softmax,
-        softmax_nan_on_masked_row,
-        "what does softmax do to a row of -inf",
-    ),
-    (ex.check_softmax, softmax_ignores_dim, "ignores its dim argument"),
-    # scaled dot-product attention
-    (
-        ex.check_scaled_dot_product_attention,
-        sdpa_scaled_by_sqrt_T,
-        "square root of the sequence length",
-    ),
-    (ex.check_scaled_dot_product_attention, sdpa_not_scaled, "no scaling at all"),
-    (
-        ex.check_scaled_dot_product_attention,
-        sdpa_scaled_by_d_k,
-        "you divided the scores by d_k",
-    ),
-    (
-        ex.check_scaled_dot_product_attention,
-        sdpa_mask_inverted,
-        "the mask convention is inverted",
-    ),
-    (
-        ex.check_scaled_dot_product_attention,
-        sdpa_mask_after_softmax,
-        "you masked after the softmax",
-    ),
-    (
-        ex.check_scaled_dot_product_attention,
-        sdpa_softmax_over_queries,
-        "softmax over the query axis",
-    ),
-    (
-        ex.check_scaled_dot_product_attention,
-        sdpa_nan_on_fully_masked_rows,
-        "NaN where a row is fully masked",
-    ),
-    (
-        ex.check_scaled_dot_product_attention,
-        sdpa_fill_minus_1e9,
-        "spreads its weight evenly",
-    ),
-    (
-        ex.check_scaled_dot_product_attention,
-        sdpa_fill_zero,
-        "filling them with 0 is not enough",
-    ),
-    (ex.check_scaled_dot_product_attention, sdpa_ignores_mask, "ignore the mask"),
-    (
-        ex.check_scaled_dot_product_attention,
-        sdpa_returns_output_only,
-        "pair (output, weights)",
-    ),
-    (
-        ex.check_scaled_dot_product_attention,
-        sdpa_own_softmax_overflows,
-        "exp(1e4) overflows",
-    ),
-    (
-        ex.check_scaled_dot_product_attention,
-        sdpa_weights_times_k,
-        "one row per query, as wide as v",
-    ),
-    (ex.check_scaled_dot_product_attention, sdpa_output_from_scores, "weights @ v"),
-    # causal mask
-    (ex.check_causal_mask, causal_diagonal_excluded, "leaves out the diagonal"),
-    (ex.check_causal_mask, causal_upper_triangle, "is the upper triangle"),
-    (ex.check_causal_mask, causal_top_left, "aligned top-left"),
-    (ex.check_causal_mask, causal_inverted, "is inverted"),
-    (ex.check_causal_mask, causal_float_additive, "an additive mask"),
-    (ex.check_causal_mask, causal_ignores_T_k, "ignore T_k"),
-    # padding mask
-    (ex.check_padding_mask, padding_inverted, "is inverted"),
-    (ex.check_padding_mask, padding_off_by_one, "off by one"),
-    (ex.check_padding_mask, padding_one_short, "stops one early"),
-    (ex.check_padding_mask, padding_wrong_shape, "mask[:, None, None, :]"),
-    # LayerNorm
-    (ex.check_layer_norm, ln_unbiased_variance, "unbiased variance"),
-    (ex.check_layer_norm, ln_eps_outside_sqrt, "eps outside the square root"),
-    (ex.check_layer_norm, ln_over_batch_axis, "the batch axis"),
-    (ex.check_layer_norm, ln_beta_forgotten, "without beta"),
-    (ex.check_layer_norm, ln_no_eps, "without eps"),
-    (ex.check_layer_norm, ln_naive_variance, "cancels catastrophically"),
-    (ex.check_layer_norm, ln_ignores_eps, "ignores its eps argument"),
-    # sinusoidal positional encoding
-    (
-        ex.check_sinusoidal_positional_encoding,
-        pe_sin_cos_swapped,
-        "sin and cos are swapped",
-    ),
-    (
-        ex.check_sinusoidal_positional_encoding,
-        pe_exponent_i_over_d,
-        "exponent i/d_model",
-    ),
-    (
-        ex.check_sinusoidal_positional_encoding,
-        pe_positions_from_1,
-        "positions start at 1",
-    ),
-    (
-        ex.check_sinusoidal_positional_encoding,
-        pe_concatenated_halves,
-        "interleaves them",
-    ),
-    # RoPE
-    (ex.check_apply_rope, rope_wrong_frequencies, "check the frequencies"),
-    (ex.check_apply_rope, rope_wrong_frequencies_linear, "check the frequencies"),
-    (
-        ex.check_apply_rope,
-        rope_same_angle_every_pair,
-        "every pair is rotated by the same angle",
-    ),
-    (ex.check_apply_rope, rope_rotate_half, "rotate half"),
-    (ex.check_apply_rope, rope_ignores_positions, "ignores its positions argument"),
-    (ex.check_apply_rope, rope_opposite_direction, "opposite way"),
-    # GQA
-    (ex.check_repeat_kv, repeat_kv_tiled, "repeat_interleave"),
-    (ex.check_repeat_kv, repeat_kv_time_axis, "time axis"),
-    # multi-head attention
-    (
-        ex.check_multi_head_attention,
-        mha_heads_split_without_transpose,
-        "split with .view(B, h, T, d_k)",
-    ),
-    (
-        ex.check_multi_head_attention,
-        mha_forgot_W_o,
-        "multiply the concatenated heads by W_o",
-    ),
-    (
-        ex.check_multi_head_attention,
-        mha_scaled_by_sqrt_d_model,
-        "scaled the scores by sqrt(d_model)",
-    ),
-    (
-        ex.check_multi_head_attention,
-        mha_merge_without_transpose,
-        "transpose back to (B, T, h, d_k)",
-    ),
-    (ex.check_multi_head_attention, mha_ignores_mask, "ignores the mask"),
-    # KV cache
-    (
-        ex.check_kv_cache_step,
-        kv_position_does_not_advance,
-        "the position does not advance",
-    ),
-    (ex.check_kv_cache_step, kv_cache_not_appended, "the cache was not appended"),
-    (
-        ex.check_kv_cache_step,
-        kv_attends_only_new_token,
-        "attended only to the new keys",
-    ),
-    (ex.check_kv_cache_step, kv_no_causal_mask_in_prompt, "attend causally"),
-    (ex.check_kv_cache_step, kv_stores_unrotated_keys, "un-rotated new key"),
+    (checker, row) for checker in CHECKERS for row in checker.mistakes if row.example
 ]
 
 
 @pytest.mark.parametrize(
-    ("checker", "wrong", "cause"), CATALOGUE, ids=[w.__name__ for _, w, _ in CATALOGUE]
+    ("checker", "row"),
+    CATALOGUE,
+    ids=[f"{c.__name__}-{row.example.__name__}" for c, row in CATALOGUE],
 )
-def test_checker_rejects_mistake_and_names_its_cause(checker, wrong, cause, capsys):
+def test_checker_rejects_mistake_and_names_its_cause(checker, row, capsys):
     with pytest.raises(AssertionError) as info:
-        checker(wrong)
+        checker(row.example)
     message = str(info.value)
     assert message.startswith(f"{checker.__name__}: "), message
-    assert cause in message, f"expected {cause!r} in the message, got: {message}"
+    answered = getattr(info.value, "mistake", None)
+    assert answered is row, (
+        f"{row.example.__name__} should be answered by its own row, got: {message}"
+    )
     assert capsys.readouterr().out == "", (
         "a failing checker must not also print a success line"
     )
 
 
-# ------------------------------------------------------------------------------------------------
-# Correct answers are accepted: the library's own function, and other correct ways to write it
-# ------------------------------------------------------------------------------------------------
+def test_the_catalogue_covers_every_checker_with_distinct_examples():
+    assert len(CATALOGUE) >= 70
+    for checker in CHECKERS:
+        examples = [row.example for row in checker.mistakes if row.example]
+        assert len(examples) == len(set(examples)), checker.__name__
+        module = sys.modules[examples[0].__module__]
+        assert module.__name__.startswith("transformer_lib.exercises.ch"), module
+        assert all(e.__module__ == module.__name__ for e in examples), checker.__name__
+
+
+def _perturbed(reference, how: str, part: int | None):
+    """A candidate returning the library's answer spoiled in one way (in ``part``)."""
+
+    def spoil(t):
+        t = t.clone()
+        if how == "bump":
+            flat = t.view(-1)
+            flat[-1:] = ~flat[-1:] if t.dtype == torch.bool else flat[-1:] + 0.37
+        elif how == "nan" and t.is_floating_point():
+            t.view(-1)[-1:] = float("nan")
+        elif how == "unsqueeze":
+            t = t.unsqueeze(0)
+        elif how == "list":
+            return t.tolist()
+        return t
+
+    def candidate(*args, **kwargs):
+        result = reference(*args, **kwargs)
+        if part is None:
+            return spoil(result)
+        result = list(result)
+        result[part] = spoil(result[part])
+        return tuple(result)
+
+    return candidate
+
+
+REFERENCES = {
+    "check_softmax": (tl.softmax, [None]),
+    "check_scaled_dot_product_attention": (tl.scaled_dot_product_attention, [0, 1]),
+    "check_causal_mask": (tl.causal_mask, [None]),
+    "check_padding_mask": (tl.padding_mask, [None]),
+    "check_repeat_kv": (tl.repeat_kv, [None]),
+    "check_multi_head_attention": (ex.multi_head_attention, [None]),
+    "check_layer_norm": (tl.layer_norm, [None]),
+    "check_sinusoidal_positional_encoding": (tl.sinusoidal_positional_encoding, [None]),
+    "check_apply_rope": (tl.apply_rope, [None]),
+    "check_kv_cache_step": (tl.cached_attention_step, [0, 1, 2]),
+}
+SPOILED = [
+    (name, how, part)
+    for name, (_, parts) in REFERENCES.items()
+    for how in ("bump", "nan", "unsqueeze", "list")
+    for part in parts
+    if not (how == "nan" and name in ("check_causal_mask", "check_padding_mask"))
+]
+
+
+@pytest.mark.parametrize(("name", "how", "part"), SPOILED)
+def test_any_wrong_answer_gets_a_message_from_the_table(name, how, part):
+    """The tables end in catch-alls: a result no known mistake explains is named."""
+    checker = getattr(ex, name)
+    with pytest.raises(AssertionError) as info:
+        checker(_perturbed(REFERENCES[name][0], how, part))
+    assert str(info.value).startswith(f"{name}: ")
+    assert info.value.mistake in checker.mistakes
+
+
+def test_a_wrong_cache_on_the_first_step_is_a_wrong_value_not_a_misplaced_one():
+    with pytest.raises(AssertionError) as info:
+        ex.check_kv_cache_step(_perturbed(tl.cached_attention_step, "bump", 1))
+    message = str(info.value)
+    assert "step 0 of" in message and "your cache_k[" in message, message
+    assert "in front" not in message
+
+
+# --------------------------------------------------------------------------------------
+# Correct answers are accepted: the library's own function, and other correct ways
+# --------------------------------------------------------------------------------------
 
 
 def softmax_via_torch(x, dim=-1):
@@ -680,7 +159,14 @@ def layer_norm_via_torch(x, gamma, beta, eps=1e-5):
 
 
 def pe_by_loops(T, d_model):
-    return _pe(T, d_model)
+    pe = torch.zeros(T, d_model)
+    for pos in range(T):
+        for i in range(0, d_model, 2):
+            angle = torch.tensor(pos / 10000 ** (i / d_model), dtype=torch.float64)
+            pe[pos, i] = torch.sin(angle)
+            if i + 1 < d_model:
+                pe[pos, i + 1] = torch.cos(angle)
+    return pe
 
 
 def rope_via_complex(x, positions):
@@ -707,7 +193,21 @@ def mha_via_library_module(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
 
 
 def kv_step_own(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope)
+    T_past, T_new = cache_k.size(-2), q_new.size(-2)
+    if rope:
+        pos = torch.arange(T_past, T_past + T_new)
+        q_new, k_new = tl.apply_rope(q_new, pos), tl.apply_rope(k_new, pos)
+    keys = torch.cat([cache_k, k_new], dim=-2)  # (B, h_kv, T_past + T_new, d_k)
+    vals = torch.cat([cache_v, v_new], dim=-2)
+    n_rep = q_new.size(1) // keys.size(1)
+    mask = torch.ones(T_new, T_past + T_new, dtype=torch.bool).tril(diagonal=T_past)
+    out = F.scaled_dot_product_attention(
+        q_new,
+        keys.repeat_interleave(n_rep, dim=1),
+        vals.repeat_interleave(n_rep, dim=1),
+        attn_mask=mask,
+    )
+    return out, keys, vals
 
 
 def _module_with_weights(W_q, W_k, W_v, W_o, n_heads):
@@ -760,9 +260,6 @@ def test_checker_accepts_a_correct_answer_and_prints_one_line(checker, right, ca
     )
 
 
-CHECKERS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_")]
-
-
 def test_every_issue_checker_exists_and_is_catalogued():
     required = {
         "check_softmax",
@@ -777,9 +274,7 @@ def test_every_issue_checker_exists_and_is_catalogued():
         "check_kv_cache_step",
     }
     assert required <= {c.__name__ for c in CHECKERS}
-    assert {c.__name__ for c in CHECKERS} == {
-        c.__name__ for c, _, _ in CATALOGUE
-    }  # every checker has mistakes
+    assert all(any(row.example for row in c.mistakes) for c in CHECKERS)
     assert {c.__name__ for c in CHECKERS} == {
         c.__name__ for c, _ in CORRECT
     }  # and accepts the library
@@ -792,7 +287,7 @@ def test_a_stub_counts_as_not_attempted(checker, capsys):
 
     assert checker(stub) is None
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"{checker.__name__}: not attempted yet.", ex._NOT_ATTEMPTED_HINT]
+    assert out == [f"{checker.__name__}: not attempted yet.", NOT_ATTEMPTED_HINT]
 
 
 @pytest.mark.parametrize("checker", CHECKERS, ids=lambda c: c.__name__)
@@ -831,7 +326,7 @@ def test_passing_the_result_instead_of_the_function_is_explained():
 
 
 def test_checkers_do_not_modify_the_learners_view_of_inputs():
-    """A candidate that writes into its inputs in place must not corrupt the checker's reference."""
+    """A candidate that writes into its inputs cannot corrupt the reference."""
 
     def in_place(x, dim=-1):
         out = tl.softmax(x, dim=dim)
@@ -841,9 +336,9 @@ def test_checkers_do_not_modify_the_learners_view_of_inputs():
     ex.check_softmax(in_place)
 
 
-# ------------------------------------------------------------------------------------------------
-# The reference solution of the multi-head attention exercise is the library's MultiHeadAttention
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# The multi-head attention exercise's reference solution is tl.MultiHeadAttention
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -884,7 +379,10 @@ def test_reference_mha_matches_torch():
 
 
 def test_importing_the_checkers_is_quiet_and_needs_no_plotting():
-    code = "import sys, transformer_lib.exercises; assert 'matplotlib' not in sys.modules and 'ipywidgets' not in sys.modules"
+    code = (
+        "import sys, transformer_lib.exercises; "
+        "assert 'matplotlib' not in sys.modules and 'ipywidgets' not in sys.modules"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
@@ -892,9 +390,9 @@ def test_importing_the_checkers_is_quiet_and_needs_no_plotting():
     assert done.stdout == "" and done.stderr == ""
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The book's own solutions pass the checkers their exercises call
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 import json  # noqa: E402
 import re  # noqa: E402
@@ -909,7 +407,8 @@ def _solution_code(markdown: str) -> list[str]:
     blocks = [
         m.group(1)
         for m in re.finditer(
-            r"^`{3,}(?:python|py|\{code-block\} python|\{code-cell\} ipython3)?[ \t]*\n(.*?)^`{3,}[ \t]*$",
+            r"^`{3,}(?:python|py|\{code-block\} python|\{code-cell\} ipython3)?[ \t]*\n"
+            r"(.*?)^`{3,}[ \t]*$",
             markdown,
             re.S | re.M,
         )
@@ -926,7 +425,7 @@ def _solution_code(markdown: str) -> list[str]:
 
 
 def published_solutions() -> list[tuple[str, str, str, str]]:
-    """(notebook, checker, function name, solution code) for every checker call in a chapter."""
+    """(notebook, checker, function name, solution code) per chapter checker call."""
     found = []
     for path in sorted(BOOK.glob("*.ipynb")):
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
@@ -966,7 +465,8 @@ SOLUTIONS = published_solutions()
 )
 def test_published_solution_passes_its_checker(notebook, checker, fn, code, capsys):
     assert code, (
-        f"{notebook}: the solution after the cell calling {checker}({fn}) shows no code defining {fn}"
+        f"{notebook}: the solution after the cell calling {checker}({fn}) shows no"
+        f" code defining {fn}"
     )
     namespace = {"torch": torch, "nn": torch.nn, "F": F, "math": math, "tl": tl}
     namespace.update(

@@ -1,12 +1,16 @@
-"""The interactive-figure machinery: one object gives a live widget in Jupyter and a static twin on the site."""
+"""The interactive-figure machinery: one object gives a live widget in Jupyter and a
+static twin on the site."""
 
+import hashlib
+import itertools
 import json
 import re
+from importlib import resources
 
 import numpy as np
 import pytest
 
-from transformer_lib.viz import Explorer, all_explorers, heatmap
+from transformer_lib.viz import Explorer, HoverGrid, all_explorers, heatmap, static
 
 
 def _draw(fig, T, temperature, causal):
@@ -74,3 +78,88 @@ def test_every_registered_explorer_builds_and_redraws():
         assert isinstance(e, Explorer), name
         for control, options in e.controls.items():
             assert e.update(**{control: options[-1]})[:4] == b"\x89PNG", (name, control)
+
+
+# --------------------------------------------------------------------------------------
+# The static twin's bytes, pinned: a refactoring must not change what readers get
+# --------------------------------------------------------------------------------------
+
+
+def _pinned_draw(fig, n, flip, cmap, note):
+    """A figure without text: its pixels do not depend on the fonts installed."""
+    ax = fig.add_axes((0.1, 0.1, 0.6, 0.8))
+    values = np.linspace(0.0, 1.0, n * n).reshape(n, n)
+    if flip:
+        values = values[::-1]
+    ax.imshow(values, cmap=cmap, vmin=0, vmax=1, interpolation="nearest", aspect="auto")
+    ax.set_axis_off()
+    rows, cols = [f"q{i}" for i in range(n)], [f"k{j}" for j in range(n)]
+    return HoverGrid(ax, values, rows, cols, "query", "key")
+
+
+# sha256 of to_html() for _pinned_figure(), first in a session; recorded with
+# explorer.py as it was before its split into interactive, live, static, heatmap and
+# source (commit 695da99).
+PINNED_HTML = "e1dd67037a88e5269c1cdbaa87fe62d98df3065686c21d4f2b3e669e68bca749"
+# the same HTML with the PNGs and the element id blanked: what our own code writes
+PINNED_MARKUP = "e9f763960b7a910354571bc05c3ce4d96f22dafe8dc0f3e29b4bef3892cbd2d1"
+
+
+def _pinned_figure() -> Explorer:
+    """Every kind of control, math and HTML in labels, hover data, repeated frames."""
+    return Explorer(
+        _pinned_draw,
+        {
+            "n": [2, 3],
+            "flip": [False, True],
+            "cmap": ["viridis", "magma"],
+            "note": ["a", "b"],  # changes nothing: its frames are stored once
+        },
+        defaults={"n": 3},
+        labels={"n": "size $\\sqrt{n}$", "flip": "flip <rows>"},
+        figsize=(3, 2),
+        dpi=50,
+        title="A pinned figure: $\\alpha < \\beta$ & more",
+    )
+
+
+def test_static_twin_html_is_byte_identical_to_the_pinned_one(monkeypatch):
+    # as if first in a session: the element id counts the figures
+    monkeypatch.setattr(static, "_counter", itertools.count())
+    html = _pinned_figure().to_html()
+    markup = re.sub(r"tlx-[0-9a-f]{12}", "tlx-UID", html)
+    markup = re.sub(r'("png":"|base64,)[A-Za-z0-9+/=]+', r"\1PNG", markup)
+    assert html.count('"ref"') == 8 and 'class="tl-hover"' in html
+    assert hashlib.sha256(markup.encode()).hexdigest() == PINNED_MARKUP, (
+        "the static twin's markup changed: the site's HTML for the same figure differs"
+    )
+    assert hashlib.sha256(html.encode()).hexdigest() == PINNED_HTML, (
+        "the markup is the same but the frames' PNG bytes differ: did a matplotlib or"
+        " Pillow upgrade change the rendering? If the figures look right, re-pin"
+    )
+
+
+def test_the_script_is_a_packaged_js_file_inlined_once_per_figure():
+    js = resources.files("transformer_lib.viz").joinpath("explorer.js").read_text()
+    assert js.startswith("//")  # notes for maintainers, not shipped
+    html = make().to_html()
+    before, after = static.script().split("__UID__")  # the element id goes between
+    assert html.count("<script>") == 1 and before in html and after in html
+    assert "//" not in static.script().split("\n")[0]
+    assert "__UID__" not in html and "document.currentScript" in html
+
+
+def test_the_live_widget_shows_the_figure_before_any_control_moves():
+    e = make()
+    e.widget()
+    assert e._image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert e._image.value == e.update()  # the defaults' picture
+
+
+def test_public_names_import_from_viz_and_from_viz_explorer():
+    from transformer_lib import viz
+    from transformer_lib.viz import explorer
+
+    for name in ("Explorer", "HoverGrid", "heatmap", "light_colorbar", "show_source"):
+        assert getattr(viz, name) is getattr(explorer, name), name
+    assert not hasattr(viz, "figure") and not hasattr(Explorer, "_render")  # dead code

@@ -1,9 +1,20 @@
-"""Plotting and widgets for the book: kept apart so that ``import transformer_lib`` needs no matplotlib.
+"""Plotting and widgets for the book: kept apart so that ``import transformer_lib``
+needs no matplotlib.
 
-``Explorer`` is the live-or-static interactive figure; ``heatmap`` draws a labelled attention map;
-``show_source`` shows the library's own code. Each chapter's interactive figures live in a module
-``chNN_*.py`` of this package that declares them in ``EXPLORERS`` (name -> factory), so that
-``benchmarks/widgets.py`` can time every control's redraw.
+Generic drawing, one concern per module:
+
+* ``interactive``: ``Explorer``, the live-or-static interactive figure (controls,
+  redraw);
+* ``live``: its ipywidgets form in Jupyter; ``static``: its kernel-free twin on the
+  site, with the script ``explorer.js`` (package data);
+* ``heatmap``: ``heatmap``, a labelled attention map, with ``HoverGrid`` and
+  ``light_colorbar``;
+* ``source``: ``show_source``, the library's own code in a chapter;
+* ``explorer``: the same public names, where chapters have always imported them from.
+
+Each chapter's interactive figures live in a module ``chNN_*.py`` of this package that
+declares them in ``EXPLORERS`` (name -> factory), so that ``benchmarks/widgets.py`` can
+time every control's redraw.
 """
 
 from __future__ import annotations
@@ -12,9 +23,18 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 
-from .explorer import Explorer, HoverGrid, figure, heatmap, show_source
+from .heatmap import HoverGrid, heatmap, light_colorbar
+from .interactive import Explorer
+from .source import show_source
 
-__all__ = ["Explorer", "HoverGrid", "heatmap", "show_source", "figure", "all_explorers"]
+__all__ = [
+    "Explorer",
+    "HoverGrid",
+    "heatmap",
+    "light_colorbar",
+    "show_source",
+    "all_explorers",
+]
 
 
 def all_explorers() -> dict[str, Callable[[], Explorer]]:

@@ -1,0 +1,370 @@
+"""The machinery every checker shares: trials, the mistakes table, and how a check runs.
+
+A checker runs the learner's function on a list of :class:`Trial` objects (one seeded
+input each, with the library's answer). When a result is not right, it reads the
+checker's table of :class:`Mistake` rows from the top and stops at the first row whose
+``detect`` holds: the learner sees that row's ``message``, filled in from the trial. A
+table ends with a catch-all row (usually :func:`mismatch`), so every wrong result gets a
+message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import torch
+
+# float32 inputs; a correct answer computed another way lands well inside this
+ATOL, RTOL = 1e-5, 1e-4
+
+NOT_ATTEMPTED_HINT = (
+    "Replace the `raise NotImplementedError` line and run the cell again."
+)
+
+
+# --------------------------------------------------------------------------------------
+# One input, and what the learner's function returned for it
+# --------------------------------------------------------------------------------------
+
+
+class Trial:
+    """One input for the learner's function, the library's answer, and the learner's.
+
+    ``args`` and ``kwargs`` are what the function is called with (each tensor cloned, so
+    a function that writes into its inputs cannot change the reference); ``want`` is the
+    library's result and ``got`` the learner's, set by the checker. A chapter subclasses
+    Trial to add the fields its table reads, as ``cached_property`` so that each is
+    computed only when a row asks for it. Every attribute is a field that a message
+    template may name.
+    """
+
+    atol: float = ATOL
+    rtol: float = RTOL
+    raise_hint: str = (
+        ""  # added in brackets when the learner's function raises on this input
+    )
+
+    def __init__(self, inputs: str, args: Sequence, kwargs: dict | None = None) -> None:
+        self.inputs = inputs  # the input, described in the learner's terms
+        self.args, self.kwargs = tuple(args), dict(kwargs or {})
+        self.candidate: Callable | None = None
+        self.got: Any = None
+
+    @cached_property
+    def want(self) -> Any:
+        """The library's result for this input."""
+        raise NotImplementedError
+
+    @cached_property
+    def correct(self) -> bool:
+        """A tensor of ``want``'s shape, close to it (override for other results)."""
+        return (
+            isinstance(self.got, torch.Tensor)
+            and self.got.shape == self.want.shape
+            and close(self.got, self.want, self.atol, self.rtol)
+        )
+
+    @property
+    def got_shape(self) -> str:
+        return shape(self.got)
+
+    @property
+    def want_shape(self) -> str:
+        return shape(self.want)
+
+    def run(self, candidate: Callable) -> None:
+        """Call the learner's function on this input; keep its result in ``got``."""
+        self.candidate = candidate
+        try:
+            self.got = call(candidate, self.inputs, *self.args, **self.kwargs)
+        except Wrong as wrong:
+            if not self.raise_hint:
+                raise
+            raise Wrong(f"{wrong} ({self.raise_hint})") from wrong.__cause__
+
+
+# --------------------------------------------------------------------------------------
+# The mistakes table
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """One row of a checker's table of known mistakes.
+
+    ``example``: a wrong function, written as a learner would write it, that makes this
+    mistake; the catalogue test (tests/test_exercises.py) runs the checker on it and
+    expects this very row to answer. None only for a catch-all row that names no single
+    mistake, or a row that an earlier row always answers first. ``detect(trial) ->
+    bool``: how the checker recognises the mistake in a wrong result. ``message``: what
+    the learner reads. A ``str.format`` template whose fields are the trial's attributes
+    (``{inputs}``, ``{got_shape}``, ``{bad_sum:.4g}``), or a function of the trial for a
+    message that a template cannot say.
+    """
+
+    example: Callable | None
+    detect: Callable[[Any], bool]
+    message: str | Callable[[Any], str]
+
+    def says(self, trial: Trial) -> str:
+        if callable(self.message):
+            return self.message(trial)
+        return self.message.format_map(_Fields(trial))
+
+
+class _Fields(dict):
+    """A template's fields, read from the trial's attributes."""
+
+    def __init__(self, trial: Trial) -> None:
+        super().__init__()
+        self.trial = trial
+
+    def __missing__(self, name: str) -> Any:
+        return getattr(self.trial, name)
+
+
+def not_a_tensor(what: str, attr: str = "got") -> Mistake:
+    """Catch-all: ``trial.<attr>`` is not a tensor (``what``, a template, names it)."""
+
+    def message(t: Trial) -> str:
+        got = getattr(t, attr)
+        named = what.format_map(_Fields(t))
+        return f"{named} should be a torch.Tensor, got {type(got).__name__}"
+
+    return Mistake(
+        None, lambda t: not isinstance(getattr(t, attr), torch.Tensor), message
+    )
+
+
+def wrong_shape(
+    what: str,
+    hint: str | Callable[[Any], str] = "",
+    attr: str = "got",
+    want: str = "want",
+    example: Callable | None = None,
+) -> Mistake:
+    """Catch-all: ``trial.<attr>`` has another shape than ``trial.<want>``.
+
+    The message says both shapes and then ``hint``, the shape the result should have and
+    why.
+    """
+
+    def message(t: Trial) -> str:
+        got, expected = getattr(t, attr), getattr(t, want)
+        verb = "have" if what.endswith("weights") else "has"
+        said = hint(t) if callable(hint) else hint
+        return (
+            f"{what} {verb} shape {shape(got)} for {t.inputs};"
+            f" expected {shape(expected)}" + (f": {said}" if said else "")
+        )
+
+    return Mistake(
+        example, lambda t: getattr(t, attr).shape != getattr(t, want).shape, message
+    )
+
+
+def mismatch(
+    what: str = "your output",
+    attr: str = "got",
+    want: str = "want",
+    atol: float | None = None,
+    example: Callable | None = None,
+) -> Mistake:
+    """Catch-all: the first element where ``trial.<attr>`` differs from ``<want>``.
+
+
+    ``atol`` defaults to the trial's own tolerance.
+    """
+
+    def message(t: Trial) -> str:
+        tol = t.atol if atol is None else atol
+        idx, g, w = first_mismatch(getattr(t, attr), getattr(t, want), tol, t.rtol)
+        return f"for {t.inputs}, {what}{where(idx)} is {num(g)}; expected {num(w)}"
+
+    return Mistake(example, lambda t: True, message)
+
+
+# --------------------------------------------------------------------------------------
+# Running a check
+# --------------------------------------------------------------------------------------
+
+
+class NotAttempted(Exception):
+    """The candidate raised NotImplementedError: the exercise stub is still in place."""
+
+
+class Wrong(Exception):
+    """A diagnosed mistake; the checker makes it an AssertionError with its name first.
+
+
+    ``mistake`` is the row of the table that answered (None for a problem found while
+    calling the learner's function).
+    """
+
+    def __init__(self, message: str, mistake: Mistake | None = None) -> None:
+        super().__init__(message)
+        self.mistake = mistake
+
+
+class Checker:
+    """``check_<name>(candidate)``: run ``candidate`` on each trial, name the mistake.
+
+
+    On success it prints one line, ``"<name>: correct — <passed>"`` (``passed`` may use
+    ``{n}``, the number of trials), and returns None. On failure it raises
+    ``AssertionError`` with the answering row's message; the error's ``mistake``
+    attribute is that row. A candidate that still raises ``NotImplementedError`` is "not
+    attempted yet": the checker prints a hint and returns, so that a notebook with the
+    exercise stubs in place still runs.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        doc: str,
+        trials: Callable[[], Sequence[Trial]],
+        mistakes: Sequence[Mistake],
+        passed: str,
+    ) -> None:
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = doc
+        self.trials, self.mistakes, self.passed = trials, list(mistakes), passed
+
+    def __repr__(self) -> str:
+        return f"<checker {self.__name__}>"
+
+    def __call__(self, candidate: Callable) -> None:
+        name = self.__name__
+        if not callable(candidate):
+            raise AssertionError(
+                f"{name}: pass your function itself (no parentheses), "
+                f"got {type(candidate).__name__}"
+            )
+        try:
+            trials = self.trials()
+            for trial in trials:
+                self._judge(trial, candidate)
+        except NotAttempted:
+            print(f"{name}: not attempted yet.\n{NOT_ATTEMPTED_HINT}")
+            return None
+        except Wrong as wrong:
+            err = AssertionError(f"{name}: {wrong}")
+            err.mistake = (
+                wrong.mistake
+            )  # which row answered (the catalogue test reads it)
+            raise err from wrong.__cause__  # the learner's own error, if any
+        print(f"{name}: correct — {self.passed.format(n=len(trials))}")
+        return None
+
+    def _judge(self, trial: Trial, candidate: Callable) -> None:
+        trial.run(candidate)
+        if trial.correct:
+            return
+        for mistake in self.mistakes:
+            if mistake.detect(trial):
+                raise Wrong(mistake.says(trial), mistake)
+        raise RuntimeError(  # a table must end with a catch-all row
+            f"{self.__name__}: no row of the mistakes table answers {trial.inputs}"
+        )
+
+
+def call(candidate: Callable, inputs: str, *args: Any, **kwargs: Any) -> Any:
+    """Call the learner's function on clones of the inputs; name the input on error."""
+    args = tuple(clone(a) for a in args)
+    kwargs = {k: clone(v) for k, v in kwargs.items()}
+    try:
+        return candidate(*args, **kwargs)
+    except NotImplementedError:
+        raise NotAttempted from None
+    except (
+        Exception
+    ) as err:  # anything else the learner's code raised: say on which input
+        raise Wrong(
+            f"your function raised {type(err).__name__} on {inputs}: {err}"
+        ) from err
+
+
+def clone(x: Any) -> Any:
+    return x.clone() if isinstance(x, torch.Tensor) else x
+
+
+# --------------------------------------------------------------------------------------
+# Comparing tensors, and saying numbers, indices and shapes in messages
+# --------------------------------------------------------------------------------------
+
+
+def close(
+    a: Any, b: torch.Tensor | None, atol: float = ATOL, rtol: float = RTOL
+) -> bool:
+    """Same shape and allclose, NaN never equal; in float64, so dtypes may differ."""
+    if a is None or b is None or not isinstance(a, torch.Tensor) or a.shape != b.shape:
+        return False
+    return bool(
+        torch.allclose(a.detach().double(), b.detach().double(), atol=atol, rtol=rtol)
+    )
+
+
+def first_mismatch(
+    got: torch.Tensor, want: torch.Tensor, atol: float = ATOL, rtol: float = RTOL
+) -> tuple[tuple[int, ...], torch.Tensor, torch.Tensor]:
+    """(index, got value, expected value) of the first element outside tolerance.
+
+    NaN counts as wrong.
+    """
+    g, w = got.detach().double(), want.detach().double()
+    bad = ~torch.isclose(g, w, atol=atol, rtol=rtol)
+    idx = tuple(int(i) for i in bad.nonzero()[0])
+    return idx, g[idx], w[idx]
+
+
+def finite(t: torch.Tensor) -> bool:
+    return bool(torch.isfinite(t).all())
+
+
+def first_index(where: torch.Tensor) -> tuple[int, ...]:
+    """The index of the first True element of a bool tensor."""
+    return tuple(int(i) for i in where.nonzero()[0])
+
+
+def shape(t: torch.Tensor | torch.Size | tuple) -> str:
+    dims = tuple(t.shape) if isinstance(t, torch.Tensor) else tuple(t)
+    return "(" + ", ".join(str(d) for d in dims) + ")"
+
+
+def num(x: float | torch.Tensor) -> str:
+    x = float(x)
+    if math.isnan(x) or math.isinf(x):
+        return str(x)
+    return f"{x:.4g}"
+
+
+def where(index: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def row(idx: tuple[int, ...], lead: str = "batch index") -> str:
+    """'row 3', or 'row 3 (at batch index [1, 0])' when the row sits in a batch."""
+    return f"row {idx[-1]}" + (
+        f" (at {lead} {where(idx[:-1])})" if len(idx) > 1 else ""
+    )
+
+
+def position_span(a: int, b: int) -> str:
+    return f"position {a}" if a == b else f"positions {a}..{b}"
+
+
+# --------------------------------------------------------------------------------------
+# Seeded inputs
+# --------------------------------------------------------------------------------------
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def randn(g: torch.Generator, *size: int, scale: float = 1.0) -> torch.Tensor:
+    return torch.randn(*size, generator=g) * scale

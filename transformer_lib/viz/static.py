@@ -1,0 +1,310 @@
+"""The kernel-free twin of an Explorer: every frame rendered in advance, in one HTML
+block.
+
+``to_html(explorer)`` renders every combination of control values to a PNG and writes
+them, with the controls, into a self-contained HTML block; ``explorer.js`` (shipped as
+package data and inlined once per figure) swaps the picture when a control changes and
+shows a heatmap cell's value under the pointer. Nothing is loaded from another host.
+
+Pages stay small: each frame is re-encoded as a palette PNG of at most
+``PALETTE_COLORS`` colours (about a third of matplotlib's RGBA output, with no visible
+change on these flat-coloured plots), and frames that come out identical are stored
+once. Titles and control labels may hold inline math, ``$...$``, which MathJax typesets
+on the site.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import html
+import io
+import itertools
+import json
+import re
+import struct
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .controls import is_bool_options, is_number_options, option_text
+from .heatmap import HoverGrid
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .interactive import Explorer
+
+MAX_FRAMES = 160  # a page's frames must stay well inside its 2 MB budget
+PALETTE_COLORS = 256  # frames are palette PNGs with at most this many colours
+# makes element ids unique within one kernel session, and repeatable
+_counter = itertools.count()
+
+# --------------------------------------------------------------------------------------
+# Frames
+# --------------------------------------------------------------------------------------
+
+
+def frames(explorer: Explorer) -> dict[str, dict]:
+    """Every combination of control values, rendered: key "i,j,..." (option indices) ->
+    frame.
+
+    A frame is ``{"png": base64 PNG, "hover": [...]}``; a frame whose picture is
+    identical to an earlier one is ``{"ref": that frame's key, "hover": [...]}``, so
+    that each picture is stored once.
+    """
+    controls = explorer.controls
+    names = list(controls)
+    out: dict[str, dict] = {}
+    seen: dict[bytes, str] = {}
+    for idx in itertools.product(*(range(len(controls[n])) for n in names)):
+        values = {n: controls[n][i] for n, i in zip(names, idx, strict=True)}
+        grids = explorer._draw(values)
+        explorer._canvas.draw()
+        hover = hover_data(explorer._fig, grids)
+        # (H, W, 4) uint8, what savefig would write
+        rgba = np.asarray(explorer._canvas.buffer_rgba())
+        digest = hashlib.sha1(rgba.tobytes()).digest() + bytes(str(rgba.shape), "ascii")
+        key = ",".join(map(str, idx))
+        if digest in seen:
+            out[key] = {"ref": seen[digest], "hover": hover}
+        else:
+            seen[digest] = key
+            out[key] = {
+                "png": base64.b64encode(palette_png(rgba)).decode("ascii"),
+                "hover": hover,
+            }
+    return out
+
+
+def hover_data(fig: Figure, grids) -> list[dict]:
+    """What the script shows under the pointer: each HoverGrid's box and values."""
+    if grids is None:
+        return []
+    if isinstance(grids, HoverGrid):
+        grids = [grids]
+    else:
+        grids = [g for g in grids if isinstance(g, HoverGrid)]
+    w, h = fig.canvas.get_width_height()
+    out = []
+    for g in grids:
+        bbox = g.ax.get_window_extent()
+        out.append(
+            {
+                # axes box as fractions of the image, origin top-left
+                "box": [bbox.x0 / w, 1 - bbox.y1 / h, bbox.width / w, bbox.height / h],
+                "v": [
+                    [None if not np.isfinite(x) else float(f"{x:.4g}") for x in row]
+                    for row in g.values
+                ],
+                "r": list(g.row_labels),
+                "c": list(g.col_labels),
+                "rn": g.row_name,
+                "cn": g.col_name,
+            }
+        )
+    return out
+
+
+def palette_png(rgba: np.ndarray) -> bytes:
+    """Encode an (H, W, 4) uint8 image as a palette PNG.
+
+    These plots have few colours, so this is a third of the size of matplotlib's RGBA
+    PNG and looks the same.
+    """
+    from PIL import Image  # a matplotlib dependency
+
+    rgb = Image.fromarray(np.ascontiguousarray(rgba[..., :3]))
+    quant = rgb.quantize(
+        colors=PALETTE_COLORS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
+    )
+    out = io.BytesIO()
+    quant.save(out, format="PNG", compress_level=9)
+    return out.getvalue()
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) in pixels, read from the PNG header."""
+    return struct.unpack(">II", png[16:24])
+
+
+# --------------------------------------------------------------------------------------
+# Labels: HTML with MathJax for the page, plain text for alt text
+# --------------------------------------------------------------------------------------
+
+_INLINE_MATH = re.compile(r"\$([^$\n]+?)\$")
+
+
+def label_html(text: str) -> tuple[str, bool]:
+    """Escape ``text`` for HTML; ``$...$`` becomes ``\\(...\\)`` for MathJax.
+
+    Returns (html, has_math).
+    """
+    parts, has_math, pos = [], False, 0
+    for m in _INLINE_MATH.finditer(text):
+        parts.append(html.escape(text[pos : m.start()]))
+        parts.append("\\(" + html.escape(m.group(1)) + "\\)")
+        has_math, pos = True, m.end()
+    parts.append(html.escape(text[pos:]))
+    return "".join(parts), has_math
+
+
+_TEX_WORDS = {
+    "sqrt": "\u221a",
+    "cdot": "\u00b7",
+    "times": "\u00d7",
+    "top": "\u1d40",
+    "to": "\u2192",
+    "infty": "\u221e",
+    "alpha": "\u03b1",
+    "beta": "\u03b2",
+    "gamma": "\u03b3",
+    "epsilon": "\u03b5",
+    "theta": "\u03b8",
+    "lambda": "\u03bb",
+    "mu": "\u03bc",
+    "sigma": "\u03c3",
+    "tau": "\u03c4",
+    "omega": "\u03c9",
+}
+
+
+def plain(text: str) -> str:
+    """``text`` for alt text: ``$\\sqrt{d_k}$`` becomes ``\u221ad_k`` (no TeX read)."""
+
+    def untex(m: re.Match) -> str:
+        body = re.sub(
+            r"\\([A-Za-z]+)\s*",
+            lambda w: _TEX_WORDS.get(w.group(1), w.group(1)),
+            m.group(1),
+        )
+        return re.sub(r"[{}]", "", body)
+
+    return _INLINE_MATH.sub(untex, text)
+
+
+def describe(explorer: Explorer, values: dict[str, Any]) -> str:
+    """Alt text: the title and the value of every control."""
+    settings = "; ".join(
+        f"{plain(explorer.labels[n])}: {option_text(values[n])}"
+        for n in explorer.controls
+    )
+    if explorer.title:
+        return f"{plain(explorer.title)} ({settings})"
+    return f"Interactive figure ({settings})"
+
+
+# --------------------------------------------------------------------------------------
+# The HTML block
+# --------------------------------------------------------------------------------------
+
+
+@functools.cache
+def script() -> str:
+    """explorer.js without its leading ``//`` lines (notes for maintainers)."""
+    text = resources.files(__package__).joinpath("explorer.js").read_text("utf-8")
+    lines = text.split("\n")
+    while lines and lines[0].startswith("//"):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _json(data: Any) -> str:
+    """Compact JSON that can sit in a <script> element (it never ends the script)."""
+    return json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
+
+
+def _control(k: int, name: str, explorer: Explorer) -> str:
+    """One control's markup; ``data-k`` is its index in the frame keys."""
+    opts = explorer.controls[name]
+    d = opts.index(explorer.defaults[name])
+    label, math = label_html(explorer.labels[name])
+    span = (
+        f'<span class="tl-ctl-label{" mathjax_process" if math else ""}">{label}</span>'
+    )
+    if is_bool_options(opts):
+        checked = " checked" if bool(explorer.defaults[name]) else ""
+        return (
+            '<label class="tl-ctl tl-ctl-checkbox"><input type="checkbox"'
+            f' data-k="{k}" data-true="{opts.index(True)}"'
+            f' data-false="{opts.index(False)}"{checked}> {span}</label>'
+        )
+    if is_number_options(opts):
+        texts = json.dumps([option_text(o) for o in opts])
+        shown = html.escape(option_text(opts[d]))
+        return (
+            f'<label class="tl-ctl tl-ctl-range">{span} <input type="range" min="0"'
+            f' max="{len(opts) - 1}" step="1" value="{d}" data-k="{k}"'
+            f" aria-valuetext=\"{shown}\" data-texts='{html.escape(texts)}'> "
+            f'<output aria-hidden="true">{shown}</output></label>'
+        )
+    options = "".join(
+        f'<option value="{i}"{" selected" if i == d else ""}>'
+        f"{html.escape(str(o))}</option>"
+        for i, o in enumerate(opts)
+    )
+    return (
+        f'<label class="tl-ctl tl-ctl-select">{span} <select data-k="{k}">{options}'
+        "</select></label>"
+    )
+
+
+def to_html(explorer: Explorer) -> str:
+    """A self-contained HTML block (inline PNGs, a small script): no kernel, no CDN."""
+    names = list(explorer.controls)
+    rendered = frames(explorer)
+    default_key = ",".join(
+        str(explorer.controls[n].index(explorer.defaults[n])) for n in names
+    )
+    frames_json = _json(rendered)
+    digest = hashlib.sha1(
+        f"{next(_counter)}|{explorer.title}|{names}|{frames_json}".encode()
+    ).hexdigest()
+    uid = "tlx-" + digest[:12]
+    first = rendered[default_key]
+    first_png = first["png"] if "png" in first else rendered[first["ref"]]["png"]
+    width, height = png_size(base64.b64decode(first_png))
+    has_hover = any(f["hover"] for f in rendered.values())
+
+    parts = [f'<div class="tl-explorer" id="{uid}" role="group"']
+    if explorer.title:
+        title_html, math = label_html(explorer.title)
+        parts.append(f' aria-labelledby="{uid}-title">')
+        cls = "tl-explorer-title mathjax_process" if math else "tl-explorer-title"
+        parts.append(f'<div class="{cls}" id="{uid}-title">{title_html}</div>')
+    else:
+        parts.append(' aria-label="interactive figure">')
+    parts.append('<div class="tl-explorer-controls">')
+    parts.extend(_control(k, name, explorer) for k, name in enumerate(names))
+    parts.append("</div>")
+    parts.append(
+        '<div class="tl-explorer-figure" style="position:relative;'
+        'display:inline-block;max-width:100%">'
+        f'<img alt="{html.escape(describe(explorer, explorer.defaults))}"'
+        f' width="{width}" height="{height}" src="data:image/png;base64,{first_png}"'
+        ' style="max-width:100%;height:auto;display:block">'
+        '<div class="tl-hover" style="display:none;position:absolute;'
+        "pointer-events:none;z-index:2;background:rgba(255,255,255,.95);color:#111;"
+        "border:1px solid #888;border-radius:3px;padding:1px 6px;"
+        'font:12px/1.5 sans-serif;white-space:nowrap"></div></div>'
+    )
+    if has_hover:
+        parts.append(
+            '<div class="tl-explorer-hint">Point at a cell to read its value.</div>'
+        )
+    parts.append(
+        f'<script type="application/json" class="tl-frames">{frames_json}</script>'
+    )
+    labels = {
+        "title": plain(explorer.title) if explorer.title else "Interactive figure",
+        "labels": [plain(explorer.labels[n]) for n in names],
+        "texts": [[option_text(o) for o in explorer.controls[n]] for n in names],
+    }
+    parts.append(
+        f'<script type="application/json" class="tl-describe">{_json(labels)}</script>'
+    )
+    parts.append(f"<script>\n{script().replace('__UID__', uid)}</script>")
+    parts.append("</div>")
+    return "".join(parts)
