@@ -495,8 +495,12 @@ class GPT(nn.Module):
         """
         kwargs, state = hf_to_tl(model)
         p = next(model.parameters())
-        new = cls(GPTConfig(**kwargs)).to(device=p.device, dtype=p.dtype)
-        new.load_state_dict(state)
+        with torch.device("meta"):  # shapes only: no random init of a large model
+            new = cls(GPTConfig(**kwargs)).to(p.dtype)
+        new = new.to_empty(device=p.device)
+        if new.cfg.tie_embeddings:  # to_empty makes new tensors: tie them again
+            new.lm_head.weight = new.tok_emb.weight
+        new.load_state_dict(state)  # every parameter is overwritten here
         return new.train(model.training)
 
     # -- checks -----------------------------------------------------------------------
