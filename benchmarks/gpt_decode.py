@@ -44,7 +44,7 @@ def timed(fn) -> tuple[torch.Tensor, float, float]:
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--new", type=int, default=NEW)
     p.add_argument(

@@ -89,6 +89,7 @@ def test_config_resolves_kv_heads_and_validates():
         (dict(d_model=20, n_heads=4, positions="rope"), "d_k=5"),
         (dict(max_len=0), "max_len"),
         (dict(dropout=1.0), "dropout"),
+        (dict(init_std=0.0), "init_std must be > 0, got 0.0"),
     ]:
         with pytest.raises(ValueError, match=match):
             small(**kw)
@@ -131,6 +132,16 @@ def test_forward_is_causal_and_returns_attention_maps(name):
     changed[:, 7:] = (changed[:, 7:] + 1) % 23
     exact(model(changed)[:, :7], logits[:, :7])
     assert not torch.allclose(model(changed)[:, 7:], logits[:, 7:])
+
+
+def test_initialisation_follows_init_std_and_depth():
+    torch.manual_seed(0)
+    cfg = small(d_model=64, d_ff=256, n_layers=8, init_std=0.1)
+    model = tl.GPT(cfg)
+    blk = model.blocks[0]
+    assert abs(blk.attn.q_proj.weight.std().item() - 0.1) < 0.01
+    assert abs(blk.ffn.linear2.weight.std().item() - 0.1 / 4) < 0.003  # / sqrt(2 N)
+    assert (blk.attn.q_proj.bias == 0).all() and (blk.norm1.weight == 1).all()
 
 
 def test_tied_embeddings_share_one_matrix():

@@ -1,9 +1,11 @@
-"""In Jupyter, the cell that shows a kernel-free figure on the site gives a live widget instead.
+"""In Jupyter, the cell that shows a kernel-free figure on the site gives a live widget
+instead.
 
-Starts JupyterLab on 127.0.0.1 over a scratch copy of a two-cell notebook, runs it in Debian's
-Chromium (Playwright), and checks that the Explorer arrives as ipywidgets controls over an image,
-that moving a control redraws the image through the kernel, and that the static twin is not what
-JupyterLab shows. Network to other hosts is blocked, as on the site test.
+Starts JupyterLab on 127.0.0.1 over a scratch copy of a two-cell notebook, runs it in
+Debian's Chromium (Playwright), and checks that the Explorer arrives as ipywidgets
+controls over an image, that moving a control redraws the image through the kernel, and
+that the static twin is not what JupyterLab shows. Network to other hosts is blocked, as
+on the site test.
 """
 
 from __future__ import annotations
@@ -115,7 +117,8 @@ def test_explorer_is_a_live_widget_in_jupyterlab(lab):
 
 
 def _run_and_toggle(page, lab: str) -> tuple[str | None, str | None]:
-    """Open the notebook, run every cell, click the checkbox; the image's src before and after."""
+    """Open the notebook, run every cell, click the checkbox; the image's src before and
+    after."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     page.goto(f"{lab}/lab/tree/live.ipynb")
@@ -123,8 +126,9 @@ def _run_and_toggle(page, lab: str) -> tuple[str | None, str | None]:
     page.wait_for_selector(
         ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000
     )
-    # Run both cells from the keyboard (select a cell, command mode, Ctrl+Enter). Keys sent before
-    # the kernel's connection is up are dropped without a trace, so try again until outputs appear.
+    # Run both cells from the keyboard (select a cell, command mode, Ctrl+Enter). Keys
+    # sent before the kernel's connection is up are dropped without a trace, so try
+    # again until outputs appear.
     prompts = page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt")
     for _attempt in range(8):
         page.wait_for_timeout(1000)

@@ -1,4 +1,5 @@
-"""Notebooks are committed without outputs or widget state, so their diffs stay readable."""
+"""Notebooks are committed without outputs or widget state, so their diffs stay
+readable."""
 
 from pathlib import Path
 

@@ -1,18 +1,20 @@
 """The published site, checked in a real browser with no kernel and no outside network.
 
-Serves ``_build/html`` (built by ``make book``) on 127.0.0.1 and drives Debian's Chromium with
-Playwright. Every request to another host is blocked and counted. On every page of ``_toc.yml``:
-no request leaves 127.0.0.1, none fails, the console has no errors, every image has loaded, all math
-is typeset by the site's own MathJax (no raw ``\\[``, ``$$`` or ``\\frac`` left), no dead widget
-text (``interactive(children=...``, ``<function ...>``, ...) shows, and the page's own bytes (HTML,
-images, figure data: everything outside the shared ``_static/``) stay under 2 MB. On every
-interactive figure, each control changes what the reader sees (screenshots before and after differ)
-and hovering a heatmap cell shows its value. Search finds "softmax"; Chinese text is drawn with a
-CJK font; the Binder, Colab and download buttons point at the repository.
+Serves ``_build/html`` (built by ``make book``) on 127.0.0.1 and drives Debian's
+Chromium with Playwright. Every request to another host is blocked and counted. On every
+page of ``_toc.yml``: no request leaves 127.0.0.1, none fails, the console has no
+errors, every image has loaded, all math is typeset by the site's own MathJax (no raw
+``\\[``, ``$$`` or ``\\frac`` left), no dead widget text (``interactive(children=...``,
+``<function ...>``, ...) shows, and the page's own bytes (HTML, images, figure data:
+everything outside the shared ``_static/``) stay under 2 MB. On every interactive
+figure, each control changes what the reader sees (screenshots before and after differ)
+and hovering a heatmap cell shows its value. Search finds "softmax"; Chinese text is
+drawn with a CJK font; the Binder, Colab and download buttons point at the repository.
 
-On failure, screenshots go to ``_build/screenshots/``; ``TL_SITE_SHOTS=1`` saves one of every page.
-A per-page report (bytes transferred, own bytes, interactive figures) is written to
-``_build/site-report.md``. ``TL_SITE_DIR`` (and ``TL_BOOK_DIR`` for its sources) test another build.
+On failure, screenshots go to ``_build/screenshots/``; ``TL_SITE_SHOTS=1`` saves one of
+every page. A per-page report (bytes transferred, own bytes, interactive figures) is
+written to ``_build/site-report.md``. ``TL_SITE_DIR`` (and ``TL_BOOK_DIR`` for its
+sources) test another build.
 """
 
 from __future__ import annotations
@@ -213,7 +215,8 @@ class Visit:
 
     @property
     def bytes_own(self) -> int:
-        """The page's own content: everything but the shared theme/MathJax files and the search index."""
+        """The page's own content: everything but the shared theme/MathJax files and the
+        search index."""
         return sum(
             n
             for p, n in self.served
@@ -230,7 +233,8 @@ class Visit:
         self.page.close()
 
 
-# One pass over the page's DOM: images, leftover TeX, dead widget text, math and figures.
+# One pass over the page's DOM: images, leftover TeX, dead widget text, math and
+# figures.
 AUDIT_JS = r"""
 async () => {
   const imgs = Array.from(document.images);
@@ -276,7 +280,8 @@ def _context_around(text: str, match: re.Match, width: int = 60) -> str:
 
 
 def _change_control(control, kind: str, attempt: int, initial) -> None:
-    """Move one control the way a reader would: arrow key on a slider, click a box, pick an option."""
+    """Move one control the way a reader would: arrow key on a slider, click a box, pick
+    an option."""
     if kind == "range":
         at_max = control.evaluate("c => +c.value >= +c.max")
         control.focus()
@@ -288,7 +293,8 @@ def _change_control(control, kind: str, attempt: int, initial) -> None:
         control.select_option(index=(int(initial) + 1 + attempt) % n)
 
 
-# The controls' values on show, and a way to put them back (as a reload of the page would).
+# The controls' values on show, and a way to put them back (as a reload of the page
+# would).
 READ_CONTROLS_JS = "el => Array.from(el.querySelectorAll('[data-k]')).map(c => c.type === 'checkbox' ? c.checked : c.value)"
 RESET_CONTROLS_JS = """(el, init) => {
   const ctls = Array.from(el.querySelectorAll('[data-k]'));
@@ -316,7 +322,8 @@ def _kind(control) -> tuple[str, int]:
 
 
 def _moves_picture(figure, control, initial, baseline: bytes) -> bool:
-    """Move ``control`` (up to through all of its options) until the figure differs from ``baseline``."""
+    """Move ``control`` (up to through all of its options) until the figure differs from
+    ``baseline``."""
     kind, n_options = _kind(control)
     for attempt in range(1 if kind == "checkbox" else max(1, n_options - 1)):
         _change_control(control, kind, attempt, initial)
@@ -326,9 +333,11 @@ def _moves_picture(figure, control, initial, baseline: bytes) -> bool:
 
 
 def _check_explorers(visit: Visit) -> list[str]:
-    """Each control changes the picture (screenshots before and after differ): from the figure as the
-    page shows it or, for a control that only matters in other settings (say, a Pre-LN toggle while
-    the input tensor is shown), after one other control is moved. Hovering a heatmap cell shows its value."""
+    """Each control changes the picture (screenshots before and after differ): from the
+    figure as the page shows it or, for a control that only matters in other settings
+    (say, a Pre-LN toggle while the input tensor is shown), after one other control is
+    moved. Hovering a heatmap cell shows its value.
+    """
     problems = []
     page = visit.page
     explorers = page.locator(".tl-explorer")
@@ -364,7 +373,8 @@ def _check_explorers(visit: Visit) -> list[str]:
                 problems.append(
                     f"figure {i + 1}, control {j + 1} ({kind}): changing it never changes the figure"
                 )
-        # Hover: point at the middle of the first heatmap, expect a read-out with its value.
+        # Hover: point at the middle of the first heatmap, expect a read-out with its
+        # value.
         box = ex.evaluate(HOVER_BOX_JS)
         if box:
             r = figure.bounding_box()
@@ -384,7 +394,8 @@ def _check_explorers(visit: Visit) -> list[str]:
     return problems
 
 
-# Up to three runs of Chinese text on the page (article and navigation), marked for the font probe.
+# Up to three runs of Chinese text on the page (article and navigation), marked for the
+# font probe.
 MARK_CJK_JS = r"""() => {
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   let n = 0;
@@ -402,7 +413,8 @@ CJK_FONT = re.compile(
 
 
 def _cjk_fonts(visit: Visit) -> list[dict[str, int]]:
-    """The fonts Chromium really drew each marked run of Chinese text with ({family: glyphs})."""
+    """The fonts Chromium really drew each marked run of Chinese text with ({family:
+    glyphs})."""
     if not visit.page.evaluate(MARK_CJK_JS):
         return []
     cdp = visit.page.context.new_cdp_session(visit.page)
@@ -490,7 +502,8 @@ def test_page_works_offline(context, server, path):
         visit.close()
 
 
-# The interactive figures the book promises (issue 4); each must have a kernel-free twin on its page.
+# The interactive figures the book promises (issue 4); each must have a kernel-free twin
+# on its page.
 REQUIRED_FIGURES = {
     "book/02_scores_and_scale.html": "the sqrt(d_k) scale and temperature on attention weights",
     "book/04_masks.html": "the mask toggles",
@@ -518,7 +531,8 @@ def test_promised_interactive_figures_are_on_the_site(site, path):
 
 
 def test_math_is_typeset_by_the_sites_own_mathjax(context, server):
-    """At least one page has math, and it is MathJax 3 from _static/mathjax that typesets it."""
+    """At least one page has math, and it is MathJax 3 from _static/mathjax that
+    typesets it."""
     with_math = [
         p for p in PAGES if "mathjax" in (SITE / p).read_text(encoding="utf-8")
     ]
@@ -560,7 +574,8 @@ def test_search_finds_softmax(context, server):
 
 
 def test_chinese_text_uses_a_cjk_font(context, server):
-    """The glossary's Chinese terms are drawn with a CJK font (Simplified Chinese first), not as tofu."""
+    """The glossary's Chinese terms are drawn with a CJK font (Simplified Chinese
+    first), not as tofu."""
     glossary = [p for p in PAGES if "glossary" in p]
     assert glossary, "no glossary page in _toc.yml"
     visit = Visit(context, server, glossary[0])
@@ -590,7 +605,8 @@ def test_chinese_text_uses_a_cjk_font(context, server):
 
 
 def test_launch_and_download_buttons(site):
-    """Each chapter offers Binder, Colab and a download of its .ipynb, all pointing at the repository."""
+    """Each chapter offers Binder, Colab and a download of its .ipynb, all pointing at
+    the repository."""
     config = yaml.safe_load((BOOK / "_config.yml").read_text())
     repo = config["repository"]["url"].rstrip("/")
     owner_repo = urlsplit(repo).path.strip("/")
@@ -612,7 +628,8 @@ def test_launch_and_download_buttons(site):
 
 
 def test_notebooks_install_the_library_when_missing():
-    """In Colab (no transformer_lib), each chapter's first code cell installs the library from the repository."""
+    """In Colab (no transformer_lib), each chapter's first code cell installs the
+    library from the repository."""
     repo = yaml.safe_load((BOOK / "_config.yml").read_text())["repository"][
         "url"
     ].rstrip("/")
@@ -633,7 +650,8 @@ def test_notebooks_install_the_library_when_missing():
 
 
 def test_binder_environment():
-    """Binder builds binder/requirements.txt from the repository root: CPU torch, the notebooks' needs, the library."""
+    """Binder builds binder/requirements.txt from the repository root: CPU torch, the
+    notebooks' needs, the library."""
     lines = [
         ln.split("#")[0].strip()
         for ln in (ROOT / "binder" / "requirements.txt").read_text().splitlines()

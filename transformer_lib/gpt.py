@@ -71,6 +71,9 @@ class GPTConfig:
     rope_layout: str = "interleaved"  # RoPE pairs: "interleaved" or "half" (Llama's)
     # dropout on the embeddings, attention weights and sublayer outputs (training)
     dropout: float = 0.0
+    # std of the weights at initialisation (GPT-2: 0.02, about 1/sqrt(d_model) at
+    # d_model = 768; a narrow model learns faster with a larger one)
+    init_std: float = 0.02
 
     def __post_init__(self) -> None:
         if self.n_kv_heads is None:
@@ -102,6 +105,8 @@ class GPTConfig:
             raise ValueError(f"norm_eps must be >= 0, got {self.norm_eps}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        if not self.init_std > 0.0:
+            raise ValueError(f"init_std must be > 0, got {self.init_std}")
 
     @property
     def d_k(self) -> int:
@@ -289,17 +294,19 @@ class GPT(nn.Module):
             self.lm_head.weight = self.tok_emb.weight  # W_out = E^T, one matrix
 
     def reset_parameters(self) -> None:
-        """GPT-2's initialisation: weights N(0, 0.02^2), biases 0, norms 1; the two
-        projections that write into the residual stream (W_O, the FFN's last) get
-        std 0.02 / sqrt(2 N), so the stream's variance does not grow with depth."""
+        """GPT-2's initialisation: weights N(0, s^2) with s = ``cfg.init_std`` (0.02),
+        biases 0, norms 1; the two projections that write into the residual stream
+        (W_O, the FFN's last) get std s / sqrt(2 N), so the stream's variance does not
+        grow with depth."""
+        std = self.cfg.init_std
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(m.weight, std=0.02)
+                nn.init.normal_(m.weight, std=std)
             if isinstance(m, nn.Linear) and m.bias is not None:
                 nn.init.zeros_(m.bias)
         for block in self.blocks:
             for w in (block.attn.o_proj.weight, block.ffn.linear2.weight):
-                nn.init.normal_(w, std=0.02 / math.sqrt(2 * self.cfg.n_layers))
+                nn.init.normal_(w, std=std / math.sqrt(2 * self.cfg.n_layers))
 
     # -- forward ----------------------------------------------------------------------
     def forward(
@@ -386,8 +393,8 @@ class GPT(nn.Module):
         every step. Both give the same tokens. A row that produces ``eos_id`` keeps it
         and is padded after it with ``pad_id`` (default: ``eos_id``, as
         ``transformers`` does for a model without a pad token; any integer, -1 too);
-        generation stops early once every row has ended. The train/eval mode is left alone: call ``eval()``
-        first if the model has dropout.
+        generation stops early once every row has ended. The train/eval mode is left
+        alone: call ``eval()`` first if the model has dropout.
         """
         B, T = self._check_generate(idx, max_new_tokens)
         if do_sample:
@@ -488,8 +495,12 @@ class GPT(nn.Module):
         """
         kwargs, state = hf_to_tl(model)
         p = next(model.parameters())
-        new = cls(GPTConfig(**kwargs)).to(device=p.device, dtype=p.dtype)
-        new.load_state_dict(state)
+        with torch.device("meta"):  # shapes only: no random init of a large model
+            new = cls(GPTConfig(**kwargs)).to(p.dtype)
+        new = new.to_empty(device=p.device)
+        if new.cfg.tie_embeddings:  # to_empty makes new tensors: tie them again
+            new.lm_head.weight = new.tok_emb.weight
+        new.load_state_dict(state)  # every parameter is overwritten here
         return new.train(model.training)
 
     # -- checks -----------------------------------------------------------------------

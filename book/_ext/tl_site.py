@@ -1,14 +1,19 @@
-"""Sphinx extension for the book's site: every page loads only from the host that serves it.
+"""Sphinx extension for the book's site: every page loads only from the host that
+serves it.
 
 Registered in _config.yml (``sphinx.local_extensions``). On every HTML page it
 
-* drops scripts that Jupyter Book's stack adds twice (sphinx-thebe's ``const THEBE_JS_URL = ...``
-  declared twice is a SyntaxError in the console of every page);
-* drops sphinx-thebe's loader when thebe is off in ``launch_buttons`` (it names a CDN and would
-  only fetch from it if a reader could start thebe, which the book does not offer);
-* drops the saved ipywidgets state that myst-nb embeds: with no widget manager on the site
-  (``nb_ipywidgets_js: {}``) it is dead weight; the kernel-free twins carry their own data;
-* warns (so ``-W`` fails the build) if any script or stylesheet of a page comes from another host.
+* drops scripts that Jupyter Book's stack adds twice (sphinx-thebe's
+  ``const THEBE_JS_URL = ...`` declared twice is a SyntaxError in the console of every
+  page);
+* drops sphinx-thebe's loader when thebe is off in ``launch_buttons`` (it names a CDN
+  and would only fetch from it if a reader could start thebe, which the book does not
+  offer);
+* drops the saved ipywidgets state that myst-nb embeds: with no widget manager on the
+  site (``nb_ipywidgets_js: {}``) it is dead weight; the kernel-free twins carry their
+  own data;
+* warns (so ``-W`` fails the build) if any script or stylesheet of a page comes from
+  another host.
 """
 
 from __future__ import annotations
