@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 
-.PHONY: setup book serve lab test test-lib test-notebooks test-site bench clean
+.PHONY: setup book serve lab lint test test-lib test-notebooks test-site bench clean
 
 setup: $(STAMP)
 
@@ -32,8 +32,16 @@ serve:
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab book/
 
-## make test: the library tests, nbval over every notebook, and the browser tests
-test: $(STAMP) book test-lib test-notebooks test-site
+## make lint: formatting, lint rules and the layering of the modules (the first part of
+## make test). Fix with `.venv/bin/ruff format .` and `.venv/bin/ruff check --fix .`;
+## the layers are the import-linter contract in pyproject.toml (see ARCHITECTURE.md).
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+	PYTHONPATH=$(CURDIR) $(VENV)/bin/lint-imports --no-cache
+
+## make test: lint, the library tests, nbval over every notebook, and the browser tests
+test: $(STAMP) lint book test-lib test-notebooks test-site
 
 test-lib: $(STAMP)
 	$(PY) -m pytest tests -q --ignore=tests/test_site.py --ignore=tests/test_live_widget.py
@@ -45,10 +53,14 @@ test-notebooks: $(STAMP)
 test-site: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_site.py tests/test_live_widget.py
 
-## make bench: speed and memory ratios (not part of make test)
+## make bench: every benchmarks/*.py (files starting with _ are helpers): speed and
+## memory ratios, not part of make test. Runs them all, then fails if any missed its target.
 bench: $(STAMP)
-	$(PY) benchmarks/attention.py
-	@for b in benchmarks/widgets.py benchmarks/kv_cache.py; do if [ -f $$b ]; then $(PY) $$b; fi; done
+	@missed=""; \
+	for b in benchmarks/[!_]*.py; do \
+		echo "== $$b"; PYTHONPATH=$(CURDIR) $(PY) $$b || missed="$$missed $$b"; \
+	done; \
+	if [ -n "$$missed" ]; then echo "missed their targets:$$missed"; exit 1; fi
 
 clean:
 	rm -rf _build

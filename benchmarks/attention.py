@@ -1,8 +1,10 @@
-"""Attention speed: tl.MultiHeadAttention (fused and explicit paths) against nn.MultiheadAttention.
+"""Attention speed: tl.MultiHeadAttention (fused and explicit paths) against
+nn.MultiheadAttention.
 
-B=8, T=512, d_model=256, h=8, CPU float32, inference mode. The three are timed interleaved in one
-run (round-robin, median of the rounds), so machine load affects them alike. Target: the fused
-path within 1.2x of nn.MultiheadAttention. Run: `make bench` or `python benchmarks/attention.py`.
+B=8, T=512, d_model=256, h=8, CPU float32, inference mode. The three are timed
+interleaved in one run (round-robin, median of the rounds), so machine load affects
+them alike. Target: the fused path within 1.2x of nn.MultiheadAttention.
+Run: `make bench` or `python benchmarks/attention.py`.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def main() -> int:
     base = statistics.median(times["nn.MultiheadAttention"])
     rows = []
     print(
-        f"B={B} T={T} d_model={d_model} h={h}, CPU float32, {torch.get_num_threads()} threads, {args.rounds} rounds"
+        f"B={B} T={T} d_model={d_model} h={h}, CPU float32, "
+        f"{torch.get_num_threads()} threads, {args.rounds} rounds"
     )
     print(f"{'path':34s} {'median ms':>10s} {'ratio to nn.MHA':>16s}")
     for name, ts in times.items():
@@ -66,8 +69,9 @@ def main() -> int:
         print(f"{name:34s} {med * 1e3:10.2f} {med / base:16.2f}")
     fused_ratio = rows[0]["ratio"]
     ok = fused_ratio <= 1.2
+    verdict = "OK" if ok else "MISSED"
     print(
-        f"fused / nn.MultiheadAttention = {fused_ratio:.2f} (target <= 1.20): {'OK' if ok else 'MISSED'}"
+        f"fused / nn.MultiheadAttention = {fused_ratio:.2f} (target <= 1.20): {verdict}"
     )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(

@@ -1,67 +1,112 @@
-"""Redraw time of every live control in the book (target: median < 100 ms per control).
+"""Redraw time of every live control in the book.
 
-Each chapter registers its interactive figures in ``transformer_lib.viz.chNN_*.EXPLORERS``. For every
-explorer and every control, this moves that control through all of its values (the others at their
-defaults) and times ``Explorer.update`` -- exactly what the live widget calls on a change.
-Run: `make bench` or `python benchmarks/widgets.py`.
+Targets, per control: median <= 50 ms and worst case <= 100 ms. Each chapter registers
+its interactive figures in ``transformer_lib.viz.chNN_*.EXPLORERS``. For every explorer,
+this times the first ``Explorer.update()`` after it is built (what a reader waits for
+when the widget appears), then, for every control, moves that control through all of
+its values ``--repeats`` times (the others at their defaults) and times each
+``Explorer.update`` -- exactly what the live widget calls on a change. The worst case
+includes the first visit of every value. The targets are wall-clock times; the CPU
+column (this process's CPU time, median) shows the work itself when other jobs share
+the machine. The load average is printed with the table.
+
+Run: `make bench` or `python benchmarks/widgets.py` (exit status 1 when a control
+misses a target). `--only ch05` times the explorers whose name contains "ch05".
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from pathlib import Path
 
 from transformer_lib.viz import all_explorers
 
-TARGET_MS = 100.0
+MEDIAN_MS = 50.0  # target for the median redraw of one control
+WORST_MS = 100.0  # target for its slowest redraw
 
 
-def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument(
-        "--repeats", type=int, default=3, help="passes over each control's values"
-    )
-    p.add_argument("--json", type=Path, default=Path("benchmarks/results/widgets.json"))
-    args = p.parse_args()
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1e3
 
-    rows = []
-    print(
-        f"{'explorer':42s} {'control':14s} {'values':>6s} {'median ms':>10s} {'max ms':>8s}"
-    )
+
+def measure(repeats: int, only: str = "") -> tuple[list[dict], list[dict]]:
+    """(a row per control, a row per explorer with its build and first-draw time)."""
+    rows, firsts = [], []
     for name, factory in all_explorers().items():
+        if only not in name:
+            continue
+        t0 = time.perf_counter()
         explorer = factory()
-        explorer.update()  # warm-up: first draw pays for font loading etc.
+        build = _ms(t0)
+        t0 = time.perf_counter()
+        explorer.update()
+        firsts.append({"explorer": name, "build_ms": build, "first_ms": _ms(t0)})
         for control, options in explorer.controls.items():
-            times = []
-            for _ in range(args.repeats):
+            times, cpu = [], []
+            for _ in range(repeats):
                 for value in options:
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     explorer.update(**{control: value})
-                    times.append((time.perf_counter() - t0) * 1e3)
-            med = statistics.median(times)
+                    times.append(_ms(t0))
+                    cpu.append((time.process_time() - c0) * 1e3)
+            explorer.update()  # back to the defaults before the next control
             rows.append(
                 {
                     "explorer": name,
                     "control": control,
                     "values": len(options),
-                    "median_ms": med,
+                    "median_ms": statistics.median(times),
                     "max_ms": max(times),
+                    "cpu_median_ms": statistics.median(cpu),
                 }
             )
-            flag = "" if med < TARGET_MS else "  <-- over target"
-            print(
-                f"{name:42s} {control:14s} {len(options):6d} {med:10.1f} {max(times):8.1f}{flag}"
-            )
-    slow = [r for r in rows if r["median_ms"] >= TARGET_MS]
+    return rows, firsts
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--repeats", type=int, default=3, help="passes over each control")
+    p.add_argument("--only", default="", help="time only explorers whose name has this")
+    p.add_argument("--json", type=Path, default=Path("benchmarks/results/widgets.json"))
+    args = p.parse_args()
+
+    load = os.getloadavg()
+    rows, firsts = measure(args.repeats, args.only)
+    print(f"load average before: {load[0]:.2f}, after: {os.getloadavg()[0]:.2f}")
+    head = f"{'explorer':28s} {'control':12s} {'values':>6s}"
+    print(f"{head} {'median ms':>9s} {'max ms':>7s} {'CPU ms':>7s}")
+    for r in rows:
+        flag = "  <-- median" if r["median_ms"] > MEDIAN_MS else ""
+        flag += "  <-- max" if r["max_ms"] > WORST_MS else ""
+        print(
+            f"{r['explorer']:28s} {r['control']:12s} {r['values']:6d} "
+            f"{r['median_ms']:9.1f} {r['max_ms']:7.1f} {r['cpu_median_ms']:7.1f}{flag}"
+        )
+    print(f"\n{'explorer':28s} {'build ms':>8s} {'first redraw ms':>15s}")
+    for f in firsts:
+        print(f"{f['explorer']:28s} {f['build_ms']:8.1f} {f['first_ms']:15.1f}")
+    over_median = sum(r["median_ms"] > MEDIAN_MS for r in rows)
+    over_worst = sum(r["max_ms"] > WORST_MS for r in rows)
+    medians = [r["median_ms"] for r in rows]
     print(
-        f"{len(rows)} controls on {len({r['explorer'] for r in rows})} explorers; {len(slow)} over {TARGET_MS:.0f} ms median"
+        f"\n{len(rows)} controls on {len(firsts)} explorers: "
+        f"median of medians {statistics.median(medians):.1f} ms, "
+        f"medians {min(medians):.1f}-{max(medians):.1f} ms, "
+        f"slowest redraw {max(r['max_ms'] for r in rows):.1f} ms, "
+        f"slowest first redraw {max(f['first_ms'] for f in firsts):.1f} ms"
+    )
+    print(
+        f"{over_median} of {len(rows)} controls over {MEDIAN_MS:.0f} ms median; "
+        f"{over_worst} over {WORST_MS:.0f} ms worst case"
     )
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"target_ms": TARGET_MS, "rows": rows}, indent=2))
-    return 1 if slow or not rows else 0
+    result = {"median_ms": MEDIAN_MS, "worst_ms": WORST_MS, "rows": rows}
+    args.json.write_text(json.dumps({**result, "explorers": firsts}, indent=2))
+    return 1 if over_median or over_worst or not rows else 0
 
 
 if __name__ == "__main__":

@@ -104,6 +104,10 @@ REFERENCES = {
     "check_sinusoidal_positional_encoding": (tl.sinusoidal_positional_encoding, [None]),
     "check_apply_rope": (tl.apply_rope, [None]),
     "check_kv_cache_step": (tl.cached_attention_step, [0, 1, 2]),
+    "check_online_attention": (
+        ex.ch13_flash_attention.reference_online_attention,
+        [None],
+    ),
     "check_causal_lm_loss": (tl.causal_lm_loss, [None]),
     "check_top_k_filter": (tl.top_k_filter, [None]),
     "check_top_p_filter": (tl.top_p_filter, [None]),
@@ -220,6 +224,23 @@ def kv_step_own(q_new, k_new, v_new, cache_k, cache_v, rope=False):
     return out, keys, vals
 
 
+def online_attention_normalised_each_step(score_blocks, value_blocks):
+    """FlashAttention-1's bookkeeping: o kept divided by l, the old o multiplied by
+    l_old e^(m_old - m_new) / l_new; other steps, the same answer."""
+    s0, v0 = score_blocks[0], value_blocks[0]
+    m = torch.full(s0.shape[:-1], NEG_INF)
+    ell, o = torch.zeros_like(m), torch.zeros(s0.shape[:-1] + v0.shape[-1:])
+    for s, v in zip(score_blocks, value_blocks, strict=True):
+        m_new = torch.maximum(m, s.amax(-1))
+        shift = torch.where(torch.isneginf(m_new), 0.0, m_new)
+        alpha, p = torch.exp(m - shift), torch.exp(s - shift.unsqueeze(-1))
+        ell_new = alpha * ell + p.sum(-1)
+        o = (alpha * ell).unsqueeze(-1) * o + p @ v
+        o = o / ell_new.clamp_min(1e-30).unsqueeze(-1)
+        m, ell = m_new, ell_new
+    return o
+
+
 def lm_loss_by_positions(logits, tokens, loss_mask=None):
     terms = []
     for b in range(tokens.size(0)):
@@ -307,6 +328,8 @@ CORRECT = [
     (ex.check_multi_head_attention, mha_via_library_module),
     (ex.check_kv_cache_step, tl.cached_attention_step),
     (ex.check_kv_cache_step, kv_step_own),
+    (ex.check_online_attention, ex.ch13_flash_attention.reference_online_attention),
+    (ex.check_online_attention, online_attention_normalised_each_step),
     (ex.check_causal_lm_loss, tl.causal_lm_loss),
     (ex.check_causal_lm_loss, lm_loss_by_positions),
     (ex.check_top_k_filter, tl.top_k_filter),

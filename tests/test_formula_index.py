@@ -1,9 +1,10 @@
-"""The appendix pages stay honest: the formula index (book/formulas.md) lists every labelled
-equation of the book, with the formula as the chapter writes it, a link to it, a library function
-that exists and a test that exists; the glossary (book/glossary.md) links only to real chapters and
-marks its Chinese for the browser.
+"""The appendix pages stay honest: the formula index (book/formulas.md) lists every
+labelled equation of the book, with the formula as the chapter writes it, a link to it,
+a library function that exists and a test that exists; the glossary (book/glossary.md)
+links only to real chapters and marks its Chinese for the browser.
 
-When a chapter adds, removes or edits a labelled equation, refresh the generated columns with
+When a chapter adds, removes or edits a labelled equation, refresh the generated columns
+with
 
     .venv/bin/python tests/test_formula_index.py --update
 
@@ -35,7 +36,8 @@ GLOSSARY = BOOK / "glossary.md"
 TABLE_START, TABLE_END = "% BEGIN FORMULA TABLE", "% END FORMULA TABLE"
 HEADER = "| Label | Formula | Where | Library | Test |\n|:--|:--|:--|:--|:--|\n"
 
-# $$ ... $$ (eq-x)   |   ```{math} / :::{math} with :label: eq-x   |   \label{eq-x} inside amsmath
+# $$ ... $$ (eq-x)   |   ```{math} / :::{math} with :label: eq-x   |   \label{eq-x}
+# inside amsmath
 DOLLAR_LABEL = re.compile(r"[ \t]*\((eq-[\w.-]+)\)")  # right after the closing $$
 MATH_DIRECTIVE = re.compile(
     r"^(?P<fence>`{3,}|:{3,})\{math\}[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
@@ -72,9 +74,9 @@ class Row:
     test: str
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Reading the book
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def book_pages() -> list[Path]:
@@ -83,7 +85,8 @@ def book_pages() -> list[Path]:
 
 
 def page_cells(path: Path) -> list[str]:
-    """The markdown of a page: a .md file as one cell, or a notebook's markdown cells in order."""
+    """The markdown of a page: a .md file as one cell, or a notebook's markdown cells in
+    order."""
     if path.suffix == ".md":
         return [path.read_text(encoding="utf-8")]
     nb = json.loads(path.read_text(encoding="utf-8"))
@@ -99,9 +102,10 @@ def page_markdown(path: Path) -> str:
 
 
 def display_math(text: str):
-    """(start, tex, label or None) of every $$ ... $$ block: the delimiters pair up in order, as in MyST."""
+    """(start, tex, label or None) of every $$ ... $$ block: the delimiters pair up in
+    order, as in MyST."""
     marks = [m.start() for m in re.finditer(r"\$\$", text)]
-    for open_, close in zip(marks[0::2], marks[1::2]):
+    for open_, close in zip(marks[0::2], marks[1::2], strict=False):
         label = DOLLAR_LABEL.match(text, close + 2)
         yield open_, text[open_ + 2 : close], label.group(1) if label else None
 
@@ -144,7 +148,8 @@ def labelled_equations() -> list[Equation]:
             hits.append((m.start(), m.group(1), ""))
         headings = [m.start() for m in HEADING.finditer(text)]
         for pos, label, tex in sorted(hits):
-            # the heading the equation sits under, and the target written right above that heading
+            # the heading the equation sits under, and the target written right above
+            # that heading
             heading = max((h for h in headings if h < pos), default=None)
             section = next(
                 (
@@ -170,9 +175,9 @@ def every_label_written() -> set[str]:
     }
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Reading and writing the index
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _cells(line: str) -> list[str]:
@@ -204,7 +209,8 @@ def where_cell(eq: Equation) -> str:
 
 
 def update_index() -> None:
-    """Rewrite the table: Label, Formula and Where from the chapters; Library and Test kept (TODO when new)."""
+    """Rewrite the table: Label, Formula and Where from the chapters; Library and Test
+    kept (TODO when new)."""
     text = INDEX.read_text(encoding="utf-8")
     head, rest = text.split(TABLE_START + "\n", 1)
     _, tail = rest.split(TABLE_END, 1)
@@ -213,9 +219,8 @@ def update_index() -> None:
     for eq in labelled_equations():
         old = kept.pop(eq.label, None)
         library, test = (old.library, old.test) if old else ("TODO", "TODO")
-        lines.append(
-            f"| `{eq.label}` | {formula_cell(eq)} | {where_cell(eq)} | {library} | {test} |\n"
-        )
+        cells = [f"`{eq.label}`", formula_cell(eq), where_cell(eq), library, test]
+        lines.append(f"| {' | '.join(cells)} |\n")
         if not old:
             print(
                 f"new row: {eq.label} ({eq.page}): fill in its Library and Test cells"
@@ -228,13 +233,14 @@ def update_index() -> None:
     )
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Resolving library and test names
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def resolve_library(name: str) -> object:
-    """`tl.a.b` -> transformer_lib.a.b, importing a submodule (tl.exercises) when needed."""
+    """`tl.a.b` -> transformer_lib.a.b, importing a submodule (tl.exercises) when
+    needed."""
     parts = name.split(".")
     assert parts[0] == "tl", f"library names start with tl., got {name}"
     obj: object = importlib.import_module("transformer_lib")
@@ -256,7 +262,8 @@ def _module_body(path: Path) -> list[ast.stmt]:
 
 
 def named_test_exists(ref: str) -> bool:
-    """`tests/test_x.py::test_name` or `tests/test_x.py::TestClass::test_name` (a [param] id is ignored)."""
+    """`tests/test_x.py::test_name` or `tests/test_x.py::TestClass::test_name` (a
+    [param] id is ignored)."""
     file, *names = re.sub(r"\[.*\]$", "", ref).split("::")
     path = ROOT / file
     if not path.is_file() or not names or not names[-1].startswith("test"):
@@ -277,11 +284,14 @@ def named_test_exists(ref: str) -> bool:
     return True
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The tests of the formula index
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
-UPDATE = "run `.venv/bin/python tests/test_formula_index.py --update`, then fill in the new rows' Library and Test cells"
+UPDATE = (
+    "run `.venv/bin/python tests/test_formula_index.py --update`, "
+    "then fill in the new rows' Library and Test cells"
+)
 
 
 def test_index_page_is_in_the_toc_and_has_its_label():
@@ -297,8 +307,9 @@ def test_equation_labels_are_unique_and_all_parsed():
     labels = [eq.label for eq in labelled_equations()]
     dupes = sorted({lab for lab in labels if labels.count(lab) > 1})
     assert not dupes, f"equation labels used twice in the book: {dupes}"
-    assert every_label_written() == set(labels), (
-        f"labels written in a form this test cannot read: {sorted(every_label_written() - set(labels))}; "
+    unread = sorted(every_label_written() - set(labels))
+    assert not unread, (
+        f"labels written in a form this test cannot read: {unread}; "
         "write equations as $$ ... $$ (eq-x) or a {math} directive with :label: eq-x"
     )
 
@@ -352,10 +363,12 @@ def test_every_row_names_existing_library_functions():
     for row in index_rows():
         names = re.findall(r"`([^`]+)`", row.library)
         if row.library == "—":
-            continue  # a derivation step: no function computes it; its Test checks it numerically
+            # a derivation step: no function computes it; its Test checks it numerically
+            continue
         if not names or re.sub(r"`[^`]+`|[,;\s]|and", "", row.library):
             problems.append(
-                f"{row.label}: Library must be `tl.name` cells or —, got {row.library!r}"
+                f"{row.label}: Library must be `tl.name` cells or —, "
+                f"got {row.library!r}"
             )
             continue
         for name in names:
@@ -422,7 +435,8 @@ BEYOND_THE_ARTICLE = [
 
 
 def test_index_covers_the_formulas_the_issue_requires():
-    """The first article's formulas, plus the masks, GQA, Pre-LN, RoPE and the KV-cache memory formula."""
+    """The first article's formulas, plus the masks, GQA, Pre-LN, RoPE and the KV-cache
+    memory formula."""
     labels = {r.label for r in index_rows()}
     missing = [lab for lab in FIRST_ARTICLE + BEYOND_THE_ARTICLE if lab not in labels]
     assert not missing, (
@@ -442,7 +456,8 @@ def test_labels_named_in_the_index_prose_exist():
 
 
 def _corrupt(text: str, label: str, column: int, value: str | None) -> str:
-    """The index text with one row changed: a cell replaced, or the row dropped (value None)."""
+    """The index text with one row changed: a cell replaced, or the row dropped (value
+    None)."""
     out = []
     for line in text.splitlines(keepends=True):
         if line.startswith(f"| `{label}` |"):
@@ -492,10 +507,12 @@ def test_the_index_checks_catch_a_broken_index(
         check()
 
 
-# ------------------------------------------------------------------------------------------------
-# Derivation steps: formulas that no library function computes on its own. The index points each
-# of them at the test below that checks it numerically (float64, against PyTorch where it can).
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# Derivation steps: formulas that no library function computes on its own. The index
+# points each
+# of them at the test below that checks it numerically (float64, against PyTorch where
+# it can).
+# --------------------------------------------------------------------------------------
 
 F64 = torch.float64
 
@@ -511,13 +528,14 @@ def test_derivation_qk_is_a_bilinear_form():
 
 
 def test_derivation_soft_lookup_is_unscaled_attention():
-    """lookup(q) = sum_j softmax(q . k)_j v_j   (eq-soft-lookup), torch's attention with scale 1."""
+    """lookup(q) = sum_j softmax(q . k)_j v_j   (eq-soft-lookup), torch's attention with
+    scale 1."""
     q, k, v = _rand(3, 4, seed=1), _rand(6, 4, seed=2), _rand(6, 5, seed=3)
     by_hand = torch.stack(
         [
             sum(
                 torch.exp(qi @ kj) / torch.exp(k @ qi).sum() * vj
-                for kj, vj in zip(k, v)
+                for kj, vj in zip(k, v, strict=True)
             )
             for qi in q
         ]
@@ -539,7 +557,7 @@ def test_derivation_scores_are_dot_products_of_rows():
 
 
 def test_derivation_softmax_jacobian():
-    """d a_i / d s_j = a_i (delta_ij - a_j)   (eq-softmax-jacobian), against autograd."""
+    """d a_i / d s_j = a_i (delta_ij - a_j) (eq-softmax-jacobian), against autograd."""
     s = _rand(6, seed=4) * 2
     a = tl.softmax(s)
     J = torch.autograd.functional.jacobian(lambda t: tl.softmax(t), s)
@@ -559,7 +577,8 @@ def test_derivation_softmax_ratio():
 
 
 def test_derivation_temperature():
-    """softmax(s / tau)   (eq-temperature): tau -> 0 picks the argmax, tau -> infinity is uniform."""
+    """softmax(s / tau)   (eq-temperature): tau -> 0 picks the argmax, tau -> infinity
+    is uniform."""
     s = _rand(2, 6, seed=6)
     for tau in (0.5, 1.0, 4.0):
         torch.testing.assert_close(tl.softmax(s / tau), torch.softmax(s / tau, -1))
@@ -625,7 +644,8 @@ def test_derivation_unused_position_rows_get_no_gradient():
 
 
 def test_derivation_masked_softmax_renormalises():
-    """A_ij = M_ij e^S_ij / sum_j' M_ij' e^S_ij'   (eq-masked-softmax) is what masking with -inf gives."""
+    """A_ij = M_ij e^S_ij / sum_j' M_ij' e^S_ij'   (eq-masked-softmax) is what masking
+    with -inf gives."""
     q, k, v = _rand(4, 8, seed=1), _rand(6, 8, seed=2), _rand(6, 3, seed=3)
     mask = tl.causal_mask(4, 6) & (torch.arange(6) != 1)
     e = torch.exp(tl.attention_scores(q, k)) * mask
@@ -634,7 +654,8 @@ def test_derivation_masked_softmax_renormalises():
 
 
 def test_derivation_combined_mask_matches_torch():
-    """M = M_causal AND M_pad   (eq-combined-mask) equals torch's attn_mask plus key_padding_mask."""
+    """M = M_causal AND M_pad   (eq-combined-mask) equals torch's attn_mask plus
+    key_padding_mask."""
     torch.manual_seed(0)
     mha = torch.nn.MultiheadAttention(8, 2, batch_first=True, dtype=F64)
     ours = tl.MultiHeadAttention.from_torch(mha)
@@ -652,7 +673,8 @@ def test_derivation_combined_mask_matches_torch():
 
 
 def test_derivation_stacked_projection_splits_into_heads():
-    """X W^Q = [X W^Q_0 | ... | X W^Q_{h-1}]   (eq-stacked-proj): split_heads picks the column blocks."""
+    """X W^Q = [X W^Q_0 | ... | X W^Q_{h-1}]   (eq-stacked-proj): split_heads picks the
+    column blocks."""
     x, W, h = _rand(2, 5, 12, seed=1), _rand(12, 12, seed=2), 3
     heads = tl.split_heads(x @ W, h)  # (B, h, T, d_k)
     for i in range(h):
@@ -672,7 +694,8 @@ def test_derivation_concat_times_w_o_is_a_sum_over_heads():
 
 
 def test_derivation_gelu_and_its_tanh_approximation():
-    """GELU(z) = z Phi(z)   (eq-gelu) and its tanh approximation   (eq-gelu-tanh), against F.gelu."""
+    """GELU(z) = z Phi(z)   (eq-gelu) and its tanh approximation   (eq-gelu-tanh),
+    against F.gelu."""
     z = torch.linspace(-6, 6, 241, dtype=F64)
     exact = z / 2 * (1 + torch.erf(z / math.sqrt(2)))
     approx = z / 2 * (1 + torch.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z**3)))
@@ -682,7 +705,8 @@ def test_derivation_gelu_and_its_tanh_approximation():
 
 
 def test_derivation_parameter_counts():
-    """P_attn, P_FFN (eq-ffn-params), P_enc (eq-enc-params), P_dec (eq-dec-params), against torch's layers."""
+    """P_attn, P_FFN (eq-ffn-params), P_enc (eq-enc-params), P_dec (eq-dec-params),
+    against torch's layers."""
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     d, d_ff = 16, 48
     assert (
@@ -707,7 +731,8 @@ def test_derivation_parameter_counts():
 
 
 def test_derivation_ffn_is_position_wise():
-    """FFN(X)_t = FFN(x_t)   (eq-position-wise): every position alone gives the same rows."""
+    """FFN(X)_t = FFN(x_t)   (eq-position-wise): every position alone gives the same
+    rows."""
     torch.manual_seed(0)
     ffn = tl.FeedForward(8, 32).double()
     x = _rand(2, 5, 8, seed=1)
@@ -728,7 +753,7 @@ def test_derivation_residual_jacobian():
     for f in blocks:
         xs.append(xs[-1] + f(xs[-1]))  # x_{l+1} = x_l + F_l(x_l)   (eq-residual)
     product = torch.eye(6, dtype=F64)
-    for f, x in zip(blocks, xs):
+    for f, x in zip(blocks, xs[:-1], strict=True):
         product = (
             torch.eye(6, dtype=F64) + torch.autograd.functional.jacobian(f, x)
         ) @ product
@@ -742,7 +767,8 @@ def test_derivation_residual_jacobian():
 
 
 def test_derivation_layer_norm_output_std():
-    """std(z_hat) = sigma / sqrt(sigma^2 + eps) (PyTorch) and sigma / (sigma + eps) (article)   (eq-ln-output-std)."""
+    """std(z_hat) = sigma / sqrt(sigma^2 + eps) (PyTorch) and sigma / (sigma + eps)
+    (article)   (eq-ln-output-std)."""
     one, zero = torch.ones(8, dtype=F64), torch.zeros(8, dtype=F64)
     for scale in (1e-3, 1e-2, 1.0):
         z = _rand(4, 8, seed=3) * scale
@@ -757,7 +783,8 @@ def test_derivation_layer_norm_output_std():
 
 
 def test_derivation_batch_norm_formula_matches_torch():
-    """BN normalises each feature over (B, T)   (eq-batch-norm), as nn.BatchNorm1d does in training."""
+    """BN normalises each feature over (B, T)   (eq-batch-norm), as nn.BatchNorm1d does
+    in training."""
     z, gamma, beta = _rand(3, 5, 4, seed=1) * 2 + 1, _rand(4, seed=2), _rand(4, seed=3)
     mu = z.mean(dim=(0, 1))
     var = ((z - mu) ** 2).mean(dim=(0, 1))
@@ -772,7 +799,8 @@ def test_derivation_batch_norm_formula_matches_torch():
 
 
 def test_derivation_layer_norm_is_scale_invariant():
-    """LN(a z) = LN(z) and the gradient scales by 1/a   (eq-ln-scale), exactly when eps = 0."""
+    """LN(a z) = LN(z) and the gradient scales by 1/a   (eq-ln-scale), exactly when eps
+    = 0."""
     z, gamma, beta, a = _rand(8, seed=4), _rand(8, seed=5), _rand(8, seed=6), 7.0
     ln = lambda t: tl.layer_norm(t, gamma, beta, eps=0.0)  # noqa: E731
     torch.testing.assert_close(ln(a * z), ln(z))
@@ -792,14 +820,16 @@ def test_derivation_pe_dot_depends_only_on_the_offset():
 
 
 def test_derivation_pe_dot_approximation():
-    """PE(p) . PE(p + k) / (d/2) ~ 1 - log_10000 k for 1 << k << 10000   (eq-pe-dot-approx), to within 0.1."""
+    """PE(p) . PE(p + k) / (d/2) ~ 1 - log_10000 k for 1 << k << 10000
+    (eq-pe-dot-approx), to within 0.1."""
     pe = tl.sinusoidal_positional_encoding(1001, 512, dtype=F64)
     for k in (10, 30, 100, 300, 1000):
         assert abs((pe[0] @ pe[k]).item() / 256 - (1 - math.log(k, 10000))) < 0.1
 
 
 def test_derivation_decoder_loss_is_cross_entropy_over_real_positions():
-    """L = -1/N sum over real (b, t) of log P[b, t, y_{b,t+1}]   (eq-dec-loss) = F.cross_entropy(ignore_index=pad)."""
+    """L = -1/N sum over real (b, t) of log P[b, t, y_{b,t+1}]   (eq-dec-loss) =
+    F.cross_entropy(ignore_index=pad)."""
     logits, pad = _rand(2, 5, 7, seed=1), 0
     targets = torch.tensor([[3, 4, 2, 0, 0], [5, 6, 1, 2, 3]])
     log_p = torch.log(tl.softmax(logits))  # P = softmax(logits)   (eq-output-softmax)
@@ -818,7 +848,8 @@ def test_derivation_decoder_loss_is_cross_entropy_over_real_positions():
 
 
 def _explicit_sdpa(q, k, v, attn_mask=None, enable_gqa=False, **_):
-    """softmax(Q K^T / sqrt(d_k)) V with explicit matmuls, which torch's FLOP counter can see."""
+    """softmax(Q K^T / sqrt(d_k)) V with explicit matmuls, which torch's FLOP counter
+    can see."""
     n_rep = q.size(-3) // k.size(-3) if enable_gqa else 1
     return tl.scaled_dot_product_attention(
         q, tl.repeat_kv(k, n_rep), tl.repeat_kv(v, n_rep), attn_mask
@@ -827,9 +858,11 @@ def _explicit_sdpa(q, k, v, attn_mask=None, enable_gqa=False, **_):
 
 @pytest.mark.parametrize("n_kv_heads", [None, 2], ids=["mha", "gqa"])
 def test_derivation_decode_cost_matches_torch_flop_counter(n_kv_heads):
-    """C(t) of one greedy step, with and without a cache   (eq-decode-flops), is what torch counts: 2 FLOPs per multiply-add.
+    """C(t) of one greedy step, with and without a cache (eq-decode-macs), is what torch
+    counts: 2 FLOPs per multiply-add.
 
-    The fused CPU attention kernel has no FLOP formula in torch, so attention runs through the explicit path here.
+    The fused CPU attention kernel has no FLOP formula in torch, so attention runs
+    through the explicit path here.
     """
     import types
     from unittest import mock
@@ -869,9 +902,9 @@ def test_derivation_decode_cost_matches_torch_flop_counter(n_kv_heads):
             seq = torch.cat([seq, logits[:, -1:].argmax(-1)], dim=1)
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The glossary
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]+")
 LANG_SPAN = re.compile(r'<span lang="(zh-Hans|zh-Hant)">(.*?)</span>')
@@ -908,17 +941,20 @@ def test_glossary_rows_are_complete():
             )
         if hant and not re.fullmatch(r'<span lang="zh-Hant">[^<]+</span>', hant):
             problems.append(
-                f"{en}: the Traditional cell must be empty or one zh-Hant span, got {hant!r}"
+                f"{en}: the Traditional cell must be empty or one zh-Hant span, "
+                f"got {hant!r}"
             )
         if hant and LANG_SPAN.search(hant).group(2) == LANG_SPAN.search(hans).group(2):
             problems.append(
-                f"{en}: leave the Traditional cell empty when it equals the Simplified one"
+                f"{en}: leave the Traditional cell empty "
+                "when it equals the Simplified one"
             )
         if len(meaning) < 20 or "\n" in meaning:
             problems.append(f"{en}: needs a one-line meaning")
         if not re.fullmatch(r"\{ref\}`[^`<]*<ch-[\w-]+>`", where):
             problems.append(
-                f"{en}: the last cell must be a {{ref}} to a chapter label, got {where!r}"
+                f"{en}: the last cell must be a {{ref}} to a chapter label, "
+                f"got {where!r}"
             )
     assert not problems, "\n" + "\n".join(problems)
     terms = [r[0] for r in rows]
@@ -961,7 +997,8 @@ def test_glossary_has_the_terms_of_the_issue(english, chinese):
 
 @pytest.mark.parametrize("page", [GLOSSARY, INDEX], ids=lambda p: p.name)
 def test_chinese_text_is_marked_with_its_language(page):
-    """Browsers pick a CJK font (and Simplified or Traditional glyphs) from lang=; every run of Chinese needs one."""
+    """Browsers pick a CJK font (and Simplified or Traditional glyphs) from lang=; every
+    run of Chinese needs one."""
     text = page.read_text(encoding="utf-8")
     unmarked = CJK.findall(LANG_SPAN.sub("", text))
     assert not unmarked, f"Chinese outside a <span lang=...>: {unmarked[:5]}"

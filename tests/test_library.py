@@ -1,8 +1,10 @@
-"""transformer_lib against PyTorch's own built-ins, its documented properties, and its error messages.
+"""transformer_lib against PyTorch's own built-ins, its documented properties, and its
+error messages.
 
-Comparisons run in float64 with ``torch.testing.assert_close`` over parametrized shapes and seeds.
-Masks: this library uses True = may attend; torch's ``key_padding_mask`` and the bool ``src_mask`` /
-``tgt_mask`` of nn.Transformer*Layer use True = ignore, so those tests translate with ``~``.
+Comparisons run in float64 with ``torch.testing.assert_close`` over parametrized shapes
+and seeds. Masks: this library uses True = may attend; torch's ``key_padding_mask`` and
+the bool ``src_mask`` / ``tgt_mask`` of nn.Transformer*Layer use True = ignore, so those
+tests translate with ``~``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def rand(*shape, dtype=F64, seed=None):
     return torch.randn(*shape, generator=g, dtype=dtype)
 
 
-# ---------------------------------------------------------------------------------- softmax
+# ------------------------------------------------------------------------------ softmax
 @pytest.mark.parametrize(
     "shape,dim", [((5,), -1), ((3, 7), -1), ((2, 4, 6), 1), ((2, 3, 4, 5), 0)]
 )
@@ -85,7 +87,7 @@ def test_low_precision_runs_and_stays_finite(dtype):
     assert torch.isfinite(ln).all()
 
 
-# -------------------------------------------------------------------- scaled dot-product attention
+# --------------------------------------------------------- scaled dot-product attention
 SDPA_SHAPES = [
     # (batch dims, T_q, T_k, d_k, d_v)
     ((), 4, 4, 8, 8),
@@ -164,7 +166,8 @@ def test_sdpa_fully_masked_rows_are_zero():
 
 
 def test_scaled_scores_variance():
-    """Var(q . k) = d_k for independent unit-variance components (eq-dot-variance); the scale restores 1."""
+    """Var(q . k) = d_k for independent unit-variance components (eq-dot-variance); the
+    scale restores 1."""
     g = torch.Generator().manual_seed(0)
     for d_k in (4, 64, 256):
         q = torch.randn(20000, 1, d_k, generator=g, dtype=F64)
@@ -200,7 +203,7 @@ def test_causal_outputs_ignore_the_future(T, t, seed):
     torch.testing.assert_close(y[:, : t + 1], y2[:, : t + 1])
 
 
-# --------------------------------------------------------------------------------------- masks
+# -------------------------------------------------------------------------------- masks
 @pytest.mark.parametrize("T_q,T_k", [(1, 1), (4, 4), (3, 7), (1, 6), (5, 5)])
 def test_causal_mask_end_aligned(T_q, T_k):
     m = tl.causal_mask(T_q, T_k)
@@ -248,7 +251,7 @@ def test_padding_mask_matches_key_padding():
     assert torch.isfinite(out).all()
 
 
-# ------------------------------------------------------------------------ multi-head attention
+# ----------------------------------------------------------------- multi-head attention
 MHA_CASES = [(16, 4, 2, 5, 5), (24, 3, 3, 4, 7), (8, 1, 1, 6, 2), (32, 8, 2, 1, 9)]
 
 
@@ -304,7 +307,8 @@ def test_gqa_equals_mha_when_groups_are_full():
 
 
 def test_gqa_matches_torch_enable_gqa():
-    """Each query head j reads K/V head j // (h / h_kv): the same grouping as torch's enable_gqa."""
+    """Each query head j reads K/V head j // (h / h_kv): the same grouping as torch's
+    enable_gqa."""
     q, k, v = (
         rand(2, 6, 5, 4, seed=1),
         rand(2, 2, 5, 4, seed=2),
@@ -327,7 +331,7 @@ def test_repeat_kv_is_repeat_interleave(n_rep):
             assert torch.equal(r[:, j], k[:, j // n_rep])
 
 
-def test_kv_cache_bytes_formula():
+def test_kv_cache_nbytes_formula():
     for h, h_kv, dtype in [
         (8, 8, torch.float32),
         (8, 2, torch.float16),
@@ -338,10 +342,13 @@ def test_kv_cache_bytes_formula():
         k, v = m.project_kv(torch.randn(B, T, 64), torch.randn(B, T, 64))
         k, v = k.to(dtype), v.to(dtype)
         assert (
-            m.kv_cache_bytes(B, T, dtype)
+            m.kv_cache_nbytes(B, T, dtype)
             == k.nbytes + v.nbytes
             == 2 * B * h_kv * T * (64 // h) * k.element_size()
+            == tl.kv_cache_nbytes(1, B, h_kv, T, 64 // h, dtype)
         )
+    # one formula: chapter 5's method name is the same function
+    assert tl.MultiHeadAttention.kv_cache_bytes is tl.MultiHeadAttention.kv_cache_nbytes
 
 
 def test_cached_attention_step_equals_full_causal_attention():
@@ -372,7 +379,7 @@ def test_cached_attention_step_equals_full_causal_attention():
         torch.testing.assert_close(torch.cat(outs, dim=2), full)
 
 
-# ------------------------------------------------------------------------------- LayerNorm
+# ---------------------------------------------------------------------------- LayerNorm
 @pytest.mark.parametrize("shape", [(7,), (2, 5, 16), (3, 4, 6, 9)])
 @pytest.mark.parametrize("eps", [1e-5, 1e-2])
 def test_layer_norm_matches_torch(shape, eps):
@@ -408,7 +415,8 @@ def test_layer_norm_stable_for_large_offset(dtype):
 
 
 def test_layer_norm_article_form():
-    """(z - mu) / (sigma + eps) differs from nn.LayerNorm's (z - mu) / sqrt(sigma^2 + eps) only when sigma is small."""
+    """(z - mu) / (sigma + eps) differs from nn.LayerNorm's
+    (z - mu) / sqrt(sigma^2 + eps) only when sigma is small."""
     g, b = torch.ones(8, dtype=F64), torch.zeros(8, dtype=F64)
     x = rand(3, 8) * 5
     torch.testing.assert_close(
@@ -424,7 +432,7 @@ def test_layer_norm_article_form():
     assert diff > 1e-3
 
 
-# ------------------------------------------------------------------------------- FFN, layers
+# -------------------------------------------------------------------------- FFN, layers
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_feed_forward_matches_torch_layer(activation):
     layer = nn.TransformerEncoderLayer(
@@ -500,7 +508,8 @@ def test_decoder_layer_matches_torch(norm_first, activation):
         memory_key_padding_mask=~src_pad[:, 0, 0],
     )
     torch.testing.assert_close(got, expected, atol=1e-12, rtol=1e-12)
-    # with the weights returned, the output is the same and the maps have the documented shapes
+    # with the weights returned, the output is the same and the maps have the documented
+    # shapes
     got2, w_self, w_cross = ours(
         y, memory, tl.causal_mask(5), src_pad, need_weights=True
     )
@@ -527,7 +536,179 @@ def test_encoder_stack_matches_torch_encoder():
     torch.testing.assert_close(y, stack(x))
 
 
-# ------------------------------------------------------------------------ positional encodings
+# ------------------------------------------- the layers' own wiring: trace, cached step
+def torch_layers(norm_first: bool):
+    """A float64 PyTorch encoder and decoder layer and ours with their weights."""
+    kw = dict(dropout=0.0, norm_first=norm_first, batch_first=True, dtype=F64)
+    torch.manual_seed(11)
+    enc = nn.TransformerEncoderLayer(24, 4, 40, **kw).eval()
+    dec = nn.TransformerDecoderLayer(24, 4, 40, **kw).eval()
+    return enc, tl.EncoderLayer.from_torch(enc), dec, tl.DecoderLayer.from_torch(dec)
+
+
+def rewired_encoder(layer: tl.EncoderLayer, x, mask) -> dict:
+    """Chapter 9's tensors, wired by hand from the layer's submodules."""
+    attn, ln1, ln2 = layer.self_attn, layer.self_attn_block.norm, layer.ffn_block.norm
+    if layer.norm_first:  # Pre-LN: the sums are not normalised
+        z_attn, w = attn(ln1(x), ln1(x), ln1(x), mask, need_weights=True)
+        z1 = x + z_attn
+        z_ffn = layer.ffn(ln2(z1))
+        out = z1 + z_ffn
+    else:
+        z_attn, w = attn(x, x, x, mask, need_weights=True)
+        z1 = ln1(x + z_attn)
+        z_ffn = layer.ffn(z1)
+        out = ln2(z1 + z_ffn)
+    names = ["X_pos", "Z_attn", "Z_add_norm_1", "Z_ffn", "Z_encoder_output"]
+    return dict(zip(names, [x, z_attn, z1, z_ffn, out], strict=True), weights=w)
+
+
+def rewired_decoder(layer: tl.DecoderLayer, y, memory, self_mask, cross_mask) -> dict:
+    """Chapter 10's tensors, wired by hand from the layer's submodules."""
+    ln1, ln2 = layer.self_attn_block.norm, layer.cross_attn_block.norm
+    ln3 = layer.ffn_block.norm
+    if layer.norm_first:
+        a = ln1(y)
+        z_masked, w_self = layer.self_attn(a, a, a, self_mask, need_weights=True)
+        z2 = y + z_masked
+        z_cross, w_cross = layer.cross_attn(
+            ln2(z2), memory, memory, cross_mask, need_weights=True
+        )
+        z3 = z2 + z_cross
+        z_ffn = layer.ffn(ln3(z3))
+        out = z3 + z_ffn
+    else:
+        z_masked, w_self = layer.self_attn(y, y, y, self_mask, need_weights=True)
+        z2 = ln1(y + z_masked)
+        z_cross, w_cross = layer.cross_attn(
+            z2, memory, memory, cross_mask, need_weights=True
+        )
+        z3 = ln2(z2 + z_cross)
+        z_ffn = layer.ffn(z3)
+        out = ln3(z3 + z_ffn)
+    return {
+        "Y_pos": y,
+        "Z_encoder_output": memory,
+        "Z_masked_attn": z_masked,
+        "self_weights": w_self,
+        "Z_add_norm_2": z2,
+        "Z_cross_attn": z_cross,
+        "cross_weights": w_cross,
+        "Z_add_norm_3": z3,
+        "Z_ffn_decoder": z_ffn,
+        "Z_decoder_output": out,
+    }
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
+def test_encoder_trace_is_the_chapter_9_chain(norm_first):
+    ref, layer, _, _ = torch_layers(norm_first)
+    x, mask = rand(3, 6, 24, seed=4), tl.padding_mask([6, 4, 1], 6)
+    trace = {}
+    out = layer(x, mask, trace=trace)
+    want = rewired_encoder(layer, x, mask)
+    assert set(trace) == set(want)
+    for name, tensor in want.items():
+        torch.testing.assert_close(trace[name], tensor, atol=1e-14, rtol=0)
+    # the trace does not change the output: the path that returns weights, bit for bit,
+    # the default (fused) path to rounding, and PyTorch's layer
+    assert torch.equal(out, layer(x, mask, need_weights=True)[0])
+    torch.testing.assert_close(out, layer(x, mask), atol=1e-12, rtol=0)
+    expected = ref(x, src_key_padding_mask=~mask[:, 0, 0])
+    torch.testing.assert_close(out, expected, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
+def test_decoder_trace_is_the_chapter_10_chain(norm_first):
+    _, _, ref, layer = torch_layers(norm_first)
+    y, memory = rand(3, 5, 24, seed=1), rand(3, 7, 24, seed=2)
+    causal, pad = tl.causal_mask(5), tl.padding_mask([7, 5, 2], 7)
+    trace = {}
+    out = layer(y, memory, causal, pad, trace=trace)
+    want = rewired_decoder(layer, y, memory, causal, pad)
+    assert set(trace) == set(want)
+    for name, tensor in want.items():
+        torch.testing.assert_close(trace[name], tensor, atol=1e-14, rtol=0)
+    assert torch.equal(out, layer(y, memory, causal, pad, need_weights=True)[0])
+    torch.testing.assert_close(out, layer(y, memory, causal, pad), atol=1e-12, rtol=0)
+    expected = ref(y, memory, tgt_mask=~causal, memory_key_padding_mask=~pad[:, 0, 0])
+    torch.testing.assert_close(out, expected, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
+@pytest.mark.parametrize("n_kv_heads", [4, 2, 1], ids=["mha", "gqa", "mqa"])
+def test_decoder_decode_step_is_forward_one_position_at_a_time(norm_first, n_kv_heads):
+    """The layer's cached step, fed the positions one by one (then three at once),
+    gives what forward gives for the whole causal sequence (eq. kv-append, kv-step)."""
+    torch.manual_seed(3)
+    layer = tl.DecoderLayer(24, 4, 40, norm_first, n_kv_heads=n_kv_heads)
+    layer = layer.double().eval()
+    y, memory = rand(2, 7, 24, seed=5), rand(2, 6, 24, seed=6)
+    pad = tl.padding_mask([6, 3], 6)
+    want = layer(y, memory, tl.causal_mask(7), pad)
+    for capacity in (None, 7):
+        cache = tl.KVCache(1, 2, n_kv_heads, 6, capacity, dtype=F64)
+        layer.cache_memory_kv(memory, cache, 0)
+        cache.cross_mask = pad
+        steps = [layer.decode_step(y[:, t : t + 1], cache, 0) for t in range(4)]
+        # three new positions at once: the past, and their own causal triangle
+        steps.append(layer.decode_step(y[:, 4:], cache, 0, tl.causal_mask(3, 7)))
+        assert cache.length == 7
+        got = torch.cat(steps, dim=1)
+        torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+    # its trace holds the decoder's names for the new position
+    cache = tl.KVCache(1, 2, n_kv_heads, 6, dtype=F64)
+    layer.cache_memory_kv(memory, cache, 0)
+    cache.cross_mask = pad
+    trace = {}
+    layer.decode_step(y[:, :1], cache, 0, trace=trace)
+    assert set(trace) == set(rewired_decoder(layer, y, memory, None, pad)) - {
+        "Z_encoder_output"
+    }
+    assert trace["cross_weights"].shape == (2, 4, 1, 6)
+
+
+def test_old_sublayer_names_are_read_only_aliases():
+    enc, dec = tl.EncoderLayer(8, 2, 16), tl.DecoderLayer(8, 2, 16)
+    assert (enc.sub1, enc.sub2) == (enc.self_attn_block, enc.ffn_block)
+    assert (dec.sub1, dec.sub2, dec.sub3) == (
+        dec.self_attn_block,
+        dec.cross_attn_block,
+        dec.ffn_block,
+    )
+    assert isinstance(dec.sub2, tl.Residual)
+    with pytest.raises(AttributeError, match="set cross_attn_block instead"):
+        dec.sub2 = tl.Residual(8, False, 1e-5, 0.0)
+    assert not any(".sub" in k or k.startswith("sub") for k in dec.state_dict())
+
+
+@pytest.mark.parametrize("cls", [tl.EncoderLayer, tl.DecoderLayer])
+def test_a_state_dict_with_the_old_sublayer_names_still_loads(cls):
+    torch.manual_seed(0)
+    saved = cls(8, 2, 16)
+    new_to_old = {"self_attn_block": "sub1"}
+    if cls is tl.DecoderLayer:
+        new_to_old.update(cross_attn_block="sub2", ffn_block="sub3")
+    else:
+        new_to_old.update(ffn_block="sub2")
+    old_keys = {}
+    for key, value in saved.state_dict().items():
+        block, _, rest = key.partition(".")
+        old_keys[f"{new_to_old.get(block, block)}.{rest}"] = value
+    assert "sub1.norm.weight" in old_keys
+    loaded = cls(8, 2, 16)
+    loaded.load_state_dict(old_keys)  # strict: every key found
+    for (k1, v1), (k2, v2) in zip(
+        saved.state_dict().items(), loaded.state_dict().items(), strict=True
+    ):
+        assert k1 == k2 and torch.equal(v1, v2)
+    # and nested inside a model, under its own prefix
+    model = nn.ModuleList([cls(8, 2, 16)])
+    model.load_state_dict({f"0.{k}": v for k, v in old_keys.items()})
+    assert torch.equal(model[0].sub1.norm.weight, saved.self_attn_block.norm.weight)
+
+
+# ----------------------------------------------------------------- positional encodings
 @pytest.mark.parametrize("T,d", [(1, 4), (10, 8), (50, 16), (7, 5)])
 def test_sinusoidal_pe_formula(T, d):
     pe = tl.sinusoidal_positional_encoding(T, d, dtype=F64)
@@ -543,7 +724,8 @@ def test_sinusoidal_pe_formula(T, d):
 @settings(max_examples=25, deadline=None)
 @given(k=st.integers(0, 40), d_half=st.integers(1, 16))
 def test_pe_shift_is_rotation(k, d_half):
-    """PE(pos + k) = M_k PE(pos) with M_k block-diagonal rotations that do not depend on pos."""
+    """PE(pos + k) = M_k PE(pos) with M_k block-diagonal rotations that do not depend on
+    pos."""
     d = 2 * d_half
     pe = tl.sinusoidal_positional_encoding(80, d, dtype=F64)
     w = 1.0 / 10000 ** (torch.arange(0, d, 2, dtype=F64) / d)
@@ -575,9 +757,14 @@ def test_rope_keeps_norm(d_half, seed):
 )
 def test_rope_relative(m, n, shift, seed):
     q, k = rand(1, 1, 16, seed=seed), rand(1, 1, 16, seed=seed + 1)
-    score = lambda a, b: (
-        tl.apply_rope(q, torch.tensor([a])) * tl.apply_rope(k, torch.tensor([b]))
-    ).sum()
+
+    def score(a: int, b: int) -> torch.Tensor:
+        qa, kb = (
+            tl.apply_rope(q, torch.tensor([a])),
+            tl.apply_rope(k, torch.tensor([b])),
+        )
+        return (qa * kb).sum()
+
     torch.testing.assert_close(score(m, n), score(m + shift, n + shift))
 
 
@@ -591,7 +778,7 @@ def test_rope_matches_complex_rotation():
     torch.testing.assert_close(tl.apply_rope(x, pos), torch.view_as_real(z).flatten(-2))
 
 
-# ------------------------------------------------------------------------------- bad input
+# ---------------------------------------------------------------------------- bad input
 def test_d_model_not_divisible_names_both_numbers():
     with pytest.raises(ValueError, match=r"d_model=10.*n_heads=3"):
         tl.MultiHeadAttention(10, 3)
@@ -614,7 +801,8 @@ def test_mask_that_cannot_broadcast_names_shapes():
             rand(2, 6, 8),
             torch.ones(3, 4, dtype=torch.bool),
         )
-    # a mask that would broadcast the scores to a *bigger* shape is refused too (no silent batch blow-up)
+    # a mask that would broadcast the scores to a *bigger* shape is refused too (no
+    # silent batch blow-up)
     with pytest.raises(ValueError, match=r"\(4, 5, 6\).*\(2, 5, 6\)"):
         tl.scaled_dot_product_attention(
             rand(2, 5, 8),
@@ -656,15 +844,17 @@ def test_other_bad_inputs_are_named():
         tl.FeedForward(8, 16, activation="swish")
 
 
-# ------------------------------------------------------------------------------- hygiene
+# ------------------------------------------------------------------------------ hygiene
 def test_quiet_import():
     code = (
         "import sys, torch\n"
-        "before = (torch.get_default_dtype(), torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),"
-        " torch.is_grad_enabled(), torch.random.initial_seed())\n"
+        "def state():\n"
+        "    return (torch.get_default_dtype(), torch.get_num_threads(),\n"
+        "            torch.are_deterministic_algorithms_enabled(),\n"
+        "            torch.is_grad_enabled(), torch.random.initial_seed())\n"
+        "before = state()\n"
         "import transformer_lib\n"
-        "after = (torch.get_default_dtype(), torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),"
-        " torch.is_grad_enabled(), torch.random.initial_seed())\n"
+        "after = state()\n"
         "assert before == after, (before, after)\n"
         "assert 'matplotlib' not in sys.modules and 'ipywidgets' not in sys.modules\n"
     )

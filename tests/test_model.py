@@ -1,5 +1,5 @@
-"""The encoder-decoder Transformer, greedy decoding with and without the KV cache, and the reversal task
-(chapters 11 and 12)."""
+"""The encoder-decoder Transformer, greedy decoding with and without the KV cache,
+end of sequence, and the reversal task (chapters 11 and 12)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import torch.nn as nn
 from torch.testing import assert_close
 
 import transformer_lib as tl
-from transformer_lib import tasks
+from transformer_lib.demos import kv_cache_bench
+from transformer_lib.demos import reversal as tasks
 
 
 def small_config(**kw) -> tl.TransformerConfig:
@@ -22,7 +23,7 @@ def random_model(**kw) -> tl.Transformer:
     return tl.Transformer(small_config(**kw)).eval()
 
 
-# -- configuration and shapes --------------------------------------------------------------------
+# -- configuration and shapes ----------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -44,8 +45,10 @@ def test_config_rejects_bad_values(kw, words):
 
 def test_config_derived_sizes():
     cfg = small_config(n_kv_heads=2)
-    assert (cfg.d_head, cfg.kv_heads) == (8, 2)
-    assert small_config().kv_heads == 4
+    assert (cfg.d_k, cfg.n_kv_heads) == (8, 2)
+    assert small_config().n_kv_heads == 4  # None means n_heads, written in
+    # the old names read the same numbers
+    assert (cfg.d_head, cfg.kv_heads) == (cfg.d_k, cfg.n_kv_heads)
 
 
 def test_embedding_is_scaled_and_positioned():
@@ -63,9 +66,16 @@ def test_embedding_is_scaled_and_positioned():
 def test_forward_shapes_and_attention_maps(norm_first):
     model = random_model(norm_first=norm_first)
     src, tgt = torch.randint(2, 23, (3, 7)), torch.randint(2, 23, (3, 5))
-    logits, attn = model(src, tgt, return_attention=True)
+    logits, attn = model(src, tgt, need_weights=True)
     assert logits.shape == (3, 5, 23)
     assert_close(model(src, tgt), logits)
+    old_logits, old_attn = model(src, tgt, return_attention=True)  # the old name
+    assert torch.equal(old_logits, logits)
+    assert all(
+        torch.equal(a, b)
+        for stack in attn
+        for a, b in zip(attn[stack], old_attn[stack], strict=True)
+    )
     assert set(attn) == {"encoder", "decoder_self", "cross"}
     shapes = {
         "encoder": (3, 4, 7, 7),
@@ -88,7 +98,8 @@ def test_forward_shapes_and_attention_maps(norm_first):
 )  # nn.Transformer's own note on Pre-LN
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_matches_torch_nn_transformer(norm_first):
-    """Our stacks equal nn.Transformer's with the same weights (embedding and W_out are ours on both sides)."""
+    """Our stacks equal nn.Transformer's with the same weights (embedding and W_out are
+    ours on both sides)."""
     tt = nn.Transformer(
         d_model=32,
         nhead=4,
@@ -135,7 +146,7 @@ def test_load_torch_layers_refuses_post_ln_with_final_norms():
         random_model().load_torch_layers(tt)
 
 
-# -- greedy decoding: cached == uncached ---------------------------------------------------------
+# -- greedy decoding: cached == uncached -----------------------------------------------
 
 
 @pytest.mark.parametrize("n_kv_heads", [None, 2, 1], ids=["mha", "gqa", "mqa"])
@@ -157,7 +168,8 @@ def test_cached_and_uncached_decoding_agree(n_kv_heads, norm_first):
 
 
 def test_greedy_logits_are_teacher_forced_logits():
-    """Feeding BOS + the generated tokens back in one forward pass reproduces every step's logits."""
+    """Feeding BOS + the generated tokens back in one forward pass reproduces every
+    step's logits."""
     model = random_model()
     src = torch.randint(2, 23, (2, 6))
     tokens, logits = model.generate(src, 8, return_logits=True)
@@ -184,7 +196,8 @@ def test_time_decoding_times_every_step():
 
 
 def test_prefill_several_tokens_at_once():
-    """decode_step with T_new > 1 (a causal triangle over the new tokens) equals the full decoder."""
+    """decode_step with T_new > 1 (a causal triangle over the new tokens) equals the
+    full decoder."""
     model = random_model(n_kv_heads=2)
     src, tgt = torch.randint(2, 23, (2, 7)), torch.randint(2, 23, (2, 9))
     memory = model.encode(src)
@@ -213,12 +226,13 @@ def test_preallocated_and_concatenated_caches_agree():
         assert_close(out[0], out[1])
         tok = out[0][:, -1:].argmax(-1)
     for layer in range(2):
-        for a, b in zip(caches[0].self_kv(layer), caches[1].self_kv(layer)):
+        for a, b in zip(*(c.self_kv(layer) for c in caches), strict=True):
             assert_close(a, b)
 
 
 def test_kv_cache_matches_cached_attention_step():
-    """KVCache.append followed by attention over the cache is tl.cached_attention_step   (eq. kv-append, kv-step)."""
+    """KVCache.append followed by attention over the cache is tl.cached_attention_step
+    (eq. kv-append, kv-step)."""
     B, h, h_kv, d = 2, 4, 2, 8
     cache = tl.KVCache(1, B, h_kv, d, capacity=5)
     ck = cv = torch.zeros(B, h_kv, 0, d)
@@ -239,7 +253,8 @@ def test_kv_cache_matches_cached_attention_step():
 
 
 def test_past_hidden_states_do_not_change_when_a_token_is_appended():
-    """Why caching is exact: with the causal mask, position i never sees j > i, so its K/V stay put."""
+    """Why caching is exact: with the causal mask, position i never sees j > i, so its
+    K/V stay put."""
     model = random_model()
     src, tgt = torch.randint(2, 23, (2, 6)), torch.randint(2, 23, (2, 7))
     memory = model.encode(src)
@@ -251,13 +266,14 @@ def test_past_hidden_states_do_not_change_when_a_token_is_appended():
     )
 
 
-# -- memory ---------------------------------------------------------------------------------------
+# -- memory ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("n_kv_heads", [None, 2, 1], ids=["mha", "gqa", "mqa"])
 @pytest.mark.parametrize("capacity", [None, 12], ids=["cat", "prealloc"])
 def test_cache_nbytes_match_the_formula(n_kv_heads, capacity):
-    """Each cache tensor's nbytes = B h_kv T d_k s; all of them 2 L B h_kv (T + T_src) d_k s   (eq. kv-memory-total)."""
+    """Each cache tensor's nbytes = B h_kv T d_k s; all of them 2 L B h_kv (T + T_src)
+    d_k s   (eq. kv-memory-total)."""
     model = random_model(n_kv_heads=n_kv_heads)
     cfg, B, T_src, T = model.cfg, 3, 9, 12
     cache = model.init_cache(
@@ -267,23 +283,23 @@ def test_cache_nbytes_match_the_formula(n_kv_heads, capacity):
     with torch.no_grad():
         for _ in range(T):
             tok = model.decode_step(tok, cache)[:, -1:].argmax(-1)
-    h_kv = cfg.kv_heads
+    h_kv = cfg.n_kv_heads
     for layer in range(cfg.n_layers):
         for t in cache.self_kv(layer):
-            assert t.shape == (B, h_kv, T, cfg.d_head)
-            assert t.nbytes == B * h_kv * T * cfg.d_head * 4
+            assert t.shape == (B, h_kv, T, cfg.d_k)
+            assert t.nbytes == B * h_kv * T * cfg.d_k * 4
         for t in (cache.cross_k[layer], cache.cross_v[layer]):
-            assert t.shape == (B, h_kv, T_src, cfg.d_head)
-            assert t.nbytes == B * h_kv * T_src * cfg.d_head * 4
+            assert t.shape == (B, h_kv, T_src, cfg.d_k)
+            assert t.nbytes == B * h_kv * T_src * cfg.d_k * 4
     assert cache.nbytes() == tl.kv_cache_nbytes(
-        cfg.n_layers, B, h_kv, T + T_src, cfg.d_head
+        cfg.n_layers, B, h_kv, T + T_src, cfg.d_k
     )
     assert cache.nbytes() == sum(t.nbytes for t in cache.tensors())
     assert (
         cache.allocated_nbytes() == cache.nbytes()
     )  # a full preallocated buffer holds nothing more
-    per_layer_mha = model.decoder_layers[0].self_attn.kv_cache_bytes(B, T)
-    assert tl.kv_cache_nbytes(1, B, h_kv, T, cfg.d_head) == per_layer_mha
+    per_layer_mha = model.decoder_layers[0].self_attn.kv_cache_nbytes(B, T)
+    assert tl.kv_cache_nbytes(1, B, h_kv, T, cfg.d_k) == per_layer_mha
 
 
 def test_gqa_cache_is_smaller_by_the_group_size():
@@ -303,7 +319,7 @@ def test_unfilled_preallocation_is_counted_apart():
     assert cache.allocated_nbytes() == tl.kv_cache_nbytes(2, 1, 2, 10, 4)
 
 
-# -- errors ---------------------------------------------------------------------------------------
+# -- errors ----------------------------------------------------------------------------
 
 
 def test_max_len_errors_name_the_numbers():
@@ -331,17 +347,81 @@ def test_generate_zero_tokens():
     assert tokens.shape == (2, 0) and logits.shape == (2, 0, 23)
 
 
-# -- FLOP counts ------------------------------------------------------------------------------------
+# -- end of sequence -------------------------------------------------------------------
+
+
+def eos_case():
+    """A random model, a batch, its greedy output without eos, and a token that ends
+    two rows at different steps and never appears in another row."""
+    torch.manual_seed(0)
+    model = random_model()
+    src = torch.randint(2, 23, (4, 6), generator=torch.Generator().manual_seed(5))
+    free = model.generate(src, 12)  # (4, 12)
+    for eos in range(23):
+        hit = free[:, :-1] == eos  # an eos with something after it
+        first = {int(r.nonzero()[0]) for r in hit if r.any()}
+        if len(first) >= 2 and not (free == eos).any(dim=1).all():
+            return model, src, free, eos
+    raise AssertionError(f"no token ends rows at different steps in\n{free}")
+
+
+def after_first(tokens: torch.Tensor, eos: int) -> torch.Tensor:
+    """(B, T) bool: True at the positions after each row's first eos."""
+    seen = (tokens == eos).long().cumsum(1)  # eos tokens so far, inclusive
+    return (seen - (tokens == eos).long()) > 0
+
+
+@pytest.mark.parametrize("use_cache", [True, False], ids=["cached", "uncached"])
+def test_each_row_stops_at_its_own_eos(use_cache):
+    model, src, free, eos = eos_case()
+    _, free_logits = model.generate(src, 12, use_cache, return_logits=True)
+    tokens, logits = model.generate(src, 12, use_cache, return_logits=True, eos_id=eos)
+    after = after_first(free, eos)  # (4, 12)
+    assert after.any(dim=1).sum() >= 2  # rows end at different steps ...
+    assert not (free == eos).any(dim=1).all()  # ... and one row never ends
+    # the eos token is kept, everything after it is padding, other rows are unchanged
+    assert torch.equal(tokens, free.masked_fill(after, model.cfg.pad_id))
+    assert torch.equal(logits[~after], free_logits[~after])
+    assert (logits[after] == 0).all()
+
+
+def test_decoding_stops_once_every_row_has_ended():
+    """All rows ended: the steps stop, and the result is the same as decoding on."""
+    model, src, free, _ = eos_case()
+    eos = int(free[0, 3])  # row 0 ends at step 4 at the latest
+    one = src[:1]
+    steps = list(model.generate_steps(one, 12, eos_id=eos))
+    first = int((free[0] == eos).nonzero()[0])
+    assert len(steps) == first + 1 < 12
+    for use_cache in (True, False):
+        tokens, logits = model.generate(
+            one, 12, use_cache, return_logits=True, eos_id=eos
+        )
+        assert tokens.shape == (1, 12) and logits.shape == (1, 12, 23)
+        assert tokens[0, first] == eos
+        assert (tokens[0, first + 1 :] == model.cfg.pad_id).all()
+        assert torch.equal(tokens[0, : first + 1], free[0, : first + 1])
+        assert (logits[0, first + 1 :] == 0).all()
+
+
+def test_eos_id_must_be_a_token():
+    with pytest.raises(ValueError, match=r"eos_id=23 .*vocab_size=23"):
+        random_model().generate(torch.randint(2, 23, (1, 4)), 3, eos_id=23)
+
+
+# -- multiply-add counts --------------------------------------------------------------
 
 
 def test_decode_step_macs_by_hand():
-    """d = 4, d_ff = 8, h = h_kv = 2, 1 layer, vocab 5, T_src = 3 (eq. decode-flops)."""
+    """d = 4, d_ff = 8, h = h_kv = 2, 1 layer, vocab 5, T_src = 3 (eq. decode-macs)."""
     cfg = tl.TransformerConfig(
         vocab_size=5, d_model=4, n_heads=2, n_layers=1, d_ff=8, max_len=8
     )
-    # cached, t = 2: projections 4*16 + attention 2*2*4 + cross 2*16 + 2*3*4 + FFN 2*4*8 + W_out 4*5
+    # cached, t = 2: projections 4*16 + attention 2*2*4 + cross 2*16 + 2*3*4 + FFN 2*4*8
+    # + W_out 4*5
     assert tl.decode_step_macs(cfg, 2, 3, use_cache=True) == 64 + 16 + 32 + 24 + 64 + 20
-    # uncached, t = 2: two rows everywhere, 2 x 2 scores, and the memory's K, V again (2*3*4*4)
+    # uncached, t = 2: two rows everywhere, 2 x 2 scores, and the memory's K, V again
+    # (2*3*4*4)
     assert (
         tl.decode_step_macs(cfg, 2, 3, use_cache=False)
         == 2 * 64 + 2 * 16 + 2 * 32 + 2 * 24 + 96 + 2 * 64 + 20
@@ -364,7 +444,7 @@ def test_uncached_cost_grows_faster():
     assert u[2] - u[1] > 2 * (u[1] - u[0])  # uncached: a t^2 term
 
 
-# -- the reversal task ----------------------------------------------------------------------------
+# -- the reversal task -----------------------------------------------------------------
 
 
 def test_reversal_batch():
@@ -436,12 +516,13 @@ def test_train_reversal_reverses_unseen_sequences(trained):
 
 
 def test_a_cross_attention_head_reads_the_mirrored_position(trained):
-    """In at least one cross-attention head, >= 90% of output positions attend most to input T - 1 - i."""
+    """In at least one cross-attention head, >= 90% of output positions attend most to
+    input T - 1 - i."""
     model, _ = trained
     src, tgt_in, _ = tasks.reversal_batch(
         200, 8, torch.Generator().manual_seed(7), split="test"
     )
-    _, attn = model(src, tgt_in, return_attention=True)
+    _, attn = model(src, tgt_in, need_weights=True)
     fractions = torch.stack(
         [tasks.antidiagonal_fraction(w) for w in attn["cross"]]
     )  # (layers, heads)
@@ -457,3 +538,40 @@ def test_antidiagonal_fraction_of_a_perfect_mirror():
         tasks.antidiagonal_fraction(torch.eye(T).expand(1, 1, T, T)),
         torch.tensor([1 / T]),
     )  # centre only
+
+
+def test_tasks_is_the_first_name_of_demos_reversal():
+    assert tl.tasks.train_reversal is tasks.train_reversal
+    assert tl.demos.reversal is tasks
+    for name in tl.tasks.__all__:
+        assert getattr(tl.tasks, name) is getattr(tasks, name)
+
+
+def test_random_reversal_model_is_seeded_and_leaves_the_rng_alone():
+    before = torch.get_rng_state()
+    a, b = tasks.random_model(seed=0), tasks.random_model(seed=0)
+    assert torch.equal(torch.get_rng_state(), before)
+    assert not a.training and a.cfg == tasks.reversal_config()
+    torch.manual_seed(0)  # what chapters 11 and 12 wrote out
+    want = tl.Transformer(tasks.reversal_config()).state_dict()
+    for sd in (a.state_dict(), b.state_dict()):
+        assert all(torch.equal(sd[k], want[k]) for k in want)
+    c = tasks.random_model(seed=1)
+    assert not torch.equal(c.out_proj.weight, a.out_proj.weight)
+
+
+def test_benchmark_model_is_the_one_config_of_chapter_12():
+    """benchmarks/kv_cache.py and chapter 12 time this model."""
+    before = torch.get_rng_state()
+    model = kv_cache_bench.bench_model(n_kv_heads=2)
+    assert torch.equal(torch.get_rng_state(), before)
+    cfg = model.cfg
+    assert (cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.n_layers) == (128, 4, 2, 2)
+    assert (cfg.d_ff, cfg.vocab_size, cfg.max_len) == (512, 1000, 512)
+    assert kv_cache_bench.bench_config() == tl.TransformerConfig(
+        **kv_cache_bench.BENCH_CONFIG
+    )
+    torch.manual_seed(0)
+    want = tl.Transformer(kv_cache_bench.bench_config(n_kv_heads=2)).state_dict()
+    got = model.state_dict()
+    assert all(torch.equal(got[k], want[k]) for k in want)

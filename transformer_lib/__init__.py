@@ -3,14 +3,18 @@ one formula per function.
 
 Dimension legend, used everywhere in the library and the book:
 
-    B        batch size
-    T        sequence length (T_q queries, T_k keys;
-             T_src / T_tgt in the encoder-decoder)
-    d_model  width of the residual stream
-    h        number of (query) heads; h_kv the number of K/V heads (GQA, MQA)
-    d_k      per-head width of queries and keys, d_model / h;
-             d_v per-head width of values
-    d_ff     hidden width of the feed-forward network
+    B           batch size
+    T           sequence length (T_q queries, T_k keys;
+                T_src / T_tgt in the encoder-decoder)
+    d_model     width of the residual stream
+    h           number of (query) heads; argument ``n_heads``
+    h_kv        number of K/V heads (GQA; 1 is MQA); argument ``n_kv_heads``
+    d_k         per-head width of queries and keys, d_model / h;
+                d_v per-head width of values (= d_k here)
+    d_ff        hidden width of the feed-forward network
+
+The names, the layering of the modules and the old names kept as aliases are in
+ARCHITECTURE.md at the root of the repository.
 
 Everything is batch-first, (B, T, d_model). Masks are bool with True = may attend, the
 convention of ``F.scaled_dot_product_attention``. Plotting and widgets live in
@@ -18,20 +22,22 @@ convention of ``F.scaled_dot_product_attention``. Plotting and widgets live in
 ipywidgets.
 """
 
-from . import tasks
+from . import demos, tasks  # tasks: the first name of demos.reversal
 from .attention import (
     attention_scores,
     fused_attention,
     scaled_dot_product_attention,
     softmax,
 )
+from .costs import decode_step_macs, generate_macs, kv_cache_nbytes
 from .feed_forward import FeedForward, gelu_tanh, silu
+from .flash import online_softmax, tiled_attention
 from .gpt import GPT, GPTBlock, GPTConfig, causal_lm_loss
 from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
-from .kv_cache import KVCache, cached_attention_step, kv_cache_nbytes, time_decoding
-from .layers import DecoderLayer, EncoderLayer
+from .kv_cache import KVCache, cached_attention_step
+from .layers import DecoderLayer, EncoderLayer, Residual
 from .masks import causal_mask, key_padding_to_attend, padding_mask
-from .model import Transformer, TransformerConfig, decode_step_macs, generate_macs
+from .model import Transformer, TransformerConfig, time_decoding
 from .norm import LayerNorm, RMSNorm, layer_norm, layer_norm_article, rms_norm
 from .positional import (
     apply_rope,
@@ -46,6 +52,8 @@ __all__ = [
     "attention_scores",
     "scaled_dot_product_attention",
     "fused_attention",
+    "online_softmax",
+    "tiled_attention",
     "causal_mask",
     "padding_mask",
     "key_padding_to_attend",
@@ -60,6 +68,7 @@ __all__ = [
     "sinusoidal_positional_encoding",
     "rope_angles",
     "apply_rope",
+    "Residual",
     "EncoderLayer",
     "DecoderLayer",
     "cached_attention_step",
@@ -70,6 +79,7 @@ __all__ = [
     "Transformer",
     "decode_step_macs",
     "generate_macs",
+    "demos",
     "tasks",
     "gelu_tanh",
     "silu",

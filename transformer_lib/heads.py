@@ -8,6 +8,7 @@ import torch.nn as nn
 
 from ._validate import check_divisible
 from .attention import fused_attention, scaled_dot_product_attention
+from .costs import kv_cache_nbytes
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -168,23 +169,27 @@ class MultiHeadAttention(nn.Module):
         new = new.to(device=m.in_proj_weight.device, dtype=m.in_proj_weight.dtype)
         with torch.no_grad():
             for proj, w in zip(
-                (new.q_proj, new.k_proj, new.v_proj), m.in_proj_weight.chunk(3)
+                (new.q_proj, new.k_proj, new.v_proj),
+                m.in_proj_weight.chunk(3),
+                strict=True,
             ):
                 proj.weight.copy_(w)
             new.o_proj.weight.copy_(m.out_proj.weight)
             if bias:
                 for proj, b in zip(
-                    (new.q_proj, new.k_proj, new.v_proj), m.in_proj_bias.chunk(3)
+                    (new.q_proj, new.k_proj, new.v_proj),
+                    m.in_proj_bias.chunk(3),
+                    strict=True,
                 ):
                     proj.bias.copy_(b)
                 new.o_proj.bias.copy_(m.out_proj.bias)
         return new.train(m.training)
 
-    def kv_cache_bytes(
+    def kv_cache_nbytes(
         self, batch: int, T: int, dtype: torch.dtype = torch.float32
     ) -> int:
-        """Bytes of K and V for one layer: 2 * batch * n_kv_heads * T * d_k * bytes
+        """Bytes of K and V for this layer: 2 * batch * n_kv_heads * T * d_k * bytes
         (eq. kv-memory), that is :func:`~transformer_lib.kv_cache_nbytes` for L = 1."""
-        from .kv_cache import kv_cache_nbytes  # kv_cache imports this module
-
         return kv_cache_nbytes(1, batch, self.n_kv_heads, T, self.d_k, dtype)
+
+    kv_cache_bytes = kv_cache_nbytes  # the name chapter 5 first used

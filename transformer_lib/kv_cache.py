@@ -1,20 +1,18 @@
-"""The KV cache (chapter 12): one cached attention step, the per-layer cache of a
-decoder, its memory formula, a step timer."""
+"""The KV cache (chapter 12): one cached attention step and the per-layer cache of a
+decoder. Its memory formula, :func:`kv_cache_nbytes`, lives in :mod:`.costs`; the
+decoder layer's cached step in :mod:`.layers`."""
 
 from __future__ import annotations
-
-import time
-from typing import TYPE_CHECKING
 
 import torch
 
 from .attention import scaled_dot_product_attention
+from .costs import kv_cache_nbytes
 from .heads import repeat_kv
 from .masks import causal_mask
 from .positional import apply_rope
 
-if TYPE_CHECKING:  # only for the type hint: model.py imports this module
-    from .model import Transformer
+__all__ = ["KVCache", "cached_attention_step", "kv_cache_nbytes"]
 
 
 def cached_attention_step(
@@ -56,32 +54,6 @@ def cached_attention_step(
     return out, cache_k, cache_v
 
 
-def kv_cache_nbytes(
-    n_layers: int,
-    batch: int,
-    n_kv_heads: int,
-    T: int,
-    d_head: int,
-    dtype: torch.dtype = torch.float32,
-) -> int:
-    """Bytes of a KV cache: 2 * n_layers * batch * n_kv_heads * T * d_head * bytes
-    (eq. kv-memory-total).
-
-    The 2 counts K and V. For an encoder-decoder, T is the decoder positions held for
-    self-attention plus T_src for the cross-attention K/V. GQA divides the total by
-    n_heads / n_kv_heads.
-    """
-    return (
-        2
-        * n_layers
-        * batch
-        * n_kv_heads
-        * T
-        * d_head
-        * torch.empty((), dtype=dtype).element_size()
-    )
-
-
 class KVCache:
     """What a decoder keeps between decoding steps, per decoder layer
     (eq. kv-append, kv-memory-total).
@@ -101,7 +73,7 @@ class KVCache:
         n_layers: int,
         batch: int,
         n_kv_heads: int,
-        d_head: int,
+        d_k: int,
         capacity: int | None = None,
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
@@ -110,7 +82,7 @@ class KVCache:
             raise ValueError(f"capacity must be >= 0 or None, got {capacity}")
         self.n_layers, self.capacity = n_layers, capacity
         # (B, h_kv, T, d_k)
-        shape = (batch, n_kv_heads, 0 if capacity is None else capacity, d_head)
+        shape = (batch, n_kv_heads, 0 if capacity is None else capacity, d_k)
         self._k = [
             torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)
         ]
@@ -183,25 +155,3 @@ class KVCache:
             for t in self.cross_k + self.cross_v
             if t is not None
         )
-
-
-def time_decoding(
-    model: Transformer, src: torch.Tensor, max_new_tokens: int, use_cache: bool
-) -> dict[str, list[float]]:
-    """Seconds of each greedy decoding step of ``model.generate_steps`` (a
-    :class:`~transformer_lib.Transformer`).
-
-    Returns {"wall": wall-clock seconds, "cpu": CPU seconds of this process}, one entry
-    per step.
-    On a machine shared with other jobs, wall-clock time also counts the time spent
-    waiting for a core; CPU time counts only the work done. Step 1 also pays for the
-    encoder (and, with the cache, the memory's cross-attention K/V).
-    """
-    wall, cpu = [], []
-    w0, c0 = time.perf_counter(), time.process_time()
-    for _ in model.generate_steps(src, max_new_tokens, use_cache=use_cache):
-        w1, c1 = time.perf_counter(), time.process_time()
-        wall.append(w1 - w0)
-        cpu.append(c1 - c0)
-        w0, c0 = w1, c1
-    return {"wall": wall, "cpu": cpu}

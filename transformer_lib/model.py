@@ -6,11 +6,15 @@
     Z = Decoder_N(... Decoder_1(Y_0, memory), memory)
     logits = Z W_out + b_out            (eq. toy-logits)
     y_t = argmax_v logits[t - 1, v]     (eq. greedy), starting from BOS
+
+and :func:`time_decoding`, the step timer of chapter 12's measurements. The cost
+formulas :func:`decode_step_macs` and :func:`generate_macs` live in :mod:`.costs`.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -18,12 +22,21 @@ import torch
 import torch.nn as nn
 
 from ._validate import check_divisible
+from .costs import decode_step_macs, generate_macs
 from .feed_forward import ACTIVATIONS
 from .kv_cache import KVCache
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask
 from .norm import LayerNorm
 from .positional import sinusoidal_positional_encoding
+
+__all__ = [
+    "Transformer",
+    "TransformerConfig",
+    "decode_step_macs",
+    "generate_macs",
+    "time_decoding",
+]
 
 
 @dataclass(kw_only=True)
@@ -34,7 +47,8 @@ class TransformerConfig:
     vocab_size: int  # number of token ids, the special ids (pad, bos) included
     d_model: int  # width of the residual stream and of every embedding
     n_heads: int  # attention heads h in every attention sublayer; d_k = d_model / h
-    # K/V heads for GQA (None: = n_heads, plain multi-head; 1: MQA)
+    # K/V heads h_kv for GQA (1: MQA). None means n_heads (plain multi-head) and is
+    # replaced by that number when the config is made.
     n_kv_heads: int | None = None
     n_layers: int  # N: encoder layers, and as many decoder layers
     d_ff: int  # hidden width of every feed-forward network (usually 4 * d_model)
@@ -50,6 +64,8 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         check_divisible(self.d_model, self.n_heads, self.n_kv_heads)
+        if self.n_kv_heads is None:
+            self.n_kv_heads = self.n_heads
         for name in ("vocab_size", "n_layers", "d_ff", "max_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -70,14 +86,19 @@ class TransformerConfig:
             raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
 
     @property
-    def d_head(self) -> int:
-        """d_k = d_model / n_heads."""
+    def d_k(self) -> int:
+        """d_k = d_model / h, the width of one head's queries, keys and values."""
         return self.d_model // self.n_heads
 
     @property
+    def d_head(self) -> int:
+        """Old name of :attr:`d_k`."""
+        return self.d_k
+
+    @property
     def kv_heads(self) -> int:
-        """h_kv, the number of K/V heads actually used."""
-        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+        """Old name of :attr:`n_kv_heads`."""
+        return self.n_kv_heads
 
 
 class Transformer(nn.Module):
@@ -193,15 +214,18 @@ class Transformer(nn.Module):
         tgt: torch.Tensor,
         src_mask: torch.Tensor | None = None,
         tgt_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+        *,
         return_attention: bool = False,
     ):
         """Teacher forcing: src (B, T_src), tgt (B, T_tgt)
         -> logits (B, T_tgt, vocab_size)   (eq. toy-logits).
 
-        With ``return_attention`` returns ``(logits, attn)``, attn = {"encoder": [...],
+        With ``need_weights`` returns ``(logits, attn)``, attn = {"encoder": [...],
         "decoder_self": [...], "cross": [...]}, one (B, h, T_q, T_k) tensor per layer.
+        ``return_attention`` is the old name of ``need_weights``.
         """
-        if not return_attention:
+        if not (need_weights or return_attention):
             return self.out_proj(
                 self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)
             )
@@ -231,15 +255,14 @@ class Transformer(nn.Module):
         cache = KVCache(
             cfg.n_layers,
             memory.size(0),
-            cfg.kv_heads,
-            cfg.d_head,
+            cfg.n_kv_heads,
+            cfg.d_k,
             capacity,
             memory.dtype,
             memory.device,
         )
         for i, layer in enumerate(self.decoder_layers):
-            # (B, h_kv, T_src, d_k) each
-            cache.set_cross(i, *layer.cross_attn.project_kv(memory, memory))
+            layer.cache_memory_kv(memory, cache, i)  # (B, h_kv, T_src, d_k) K and V
         cache.cross_mask = src_mask
         return cache
 
@@ -261,29 +284,7 @@ class Transformer(nn.Module):
             else causal_mask(T_new, T_past + T_new, device=tokens.device)
         )
         for i, layer in enumerate(self.decoder_layers):
-
-            def self_attention(z: torch.Tensor) -> torch.Tensor:
-                q = layer.self_attn.project_q(z)  # (B, h, T_new, d_k)
-                k_new, v_new = layer.self_attn.project_kv(z, z)  # (B, h_kv, T_new, d_k)
-                # (B, h_kv, T_past + T_new, d_k)   (eq. kv-append)
-                k, v = cache.append(i, k_new, v_new)
-                # (B, T_new, d_model)
-                return layer.self_attn.attend(q, k, v, self_mask, need_weights=False)[0]
-
-            def cross_attention(z: torch.Tensor) -> torch.Tensor:
-                # (B, h, T_new, d_k); K, V of memory come from the cache
-                q = layer.cross_attn.project_q(z)
-                return layer.cross_attn.attend(
-                    q,
-                    cache.cross_k[i],
-                    cache.cross_v[i],
-                    cache.cross_mask,
-                    need_weights=False,
-                )[0]
-
-            y = layer.sub1(y, self_attention)
-            y = layer.sub2(y, cross_attention)
-            y = layer.sub3(y, layer.ffn)
+            y = layer.decode_step(y, cache, i, self_mask)  # slot i of the cache
         return self.out_proj(self.decoder_norm(y))  # (B, T_new, vocab_size)
 
     # -- greedy decoding --------------------------------------------------------------
@@ -294,15 +295,18 @@ class Transformer(nn.Module):
         max_new_tokens: int,
         use_cache: bool = True,
         src_mask: torch.Tensor | None = None,
+        eos_id: int | None = None,
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """Greedy decoding, one step at a time: yields (next token (B,), its logits
         (B, vocab_size)).
 
         Both paths run the encoder once. ``use_cache=False`` then recomputes the decoder
         over the whole prefix at every step; ``use_cache=True`` feeds only the newest
-        token (:meth:`decode_step`).
+        token (:meth:`decode_step`). With ``eos_id``, a row that has produced it yields
+        ``pad_id`` and all-zero logits from the next step on, and the steps stop once
+        every row has ended.
         """
-        self._check_generate(src, max_new_tokens)
+        self._check_generate(src, max_new_tokens, eos_id)
         memory = self.encode(src, src_mask)  # (B, T_src, d_model), once
         # (B, 1)
         tokens = torch.full(
@@ -313,6 +317,7 @@ class Transformer(nn.Module):
             if use_cache
             else None
         )
+        ended = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)  # (B,)
         for _ in range(max_new_tokens):
             if use_cache:
                 # only the newest token: (B, vocab)
@@ -323,7 +328,14 @@ class Transformer(nn.Module):
                 # project only the last position: (B, vocab)
                 logits = self.out_proj(h[:, -1])
             next_token = logits.argmax(dim=-1)  # (B,)   (eq. greedy)
+            if eos_id is not None:
+                # rows that ended at an earlier step: padding, and nothing predicted
+                next_token = next_token.masked_fill(ended, self.cfg.pad_id)
+                logits = logits.masked_fill(ended[:, None], 0.0)
+                ended = ended | (next_token == eos_id)
             yield next_token, logits
+            if eos_id is not None and bool(ended.all()):
+                return
             tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, t + 1)
 
     @torch.no_grad()
@@ -334,25 +346,41 @@ class Transformer(nn.Module):
         use_cache: bool = True,
         src_mask: torch.Tensor | None = None,
         return_logits: bool = False,
+        eos_id: int | None = None,
     ):
         """Greedy decoding from BOS: returns the new tokens (B, max_new_tokens), BOS not
         included, or ``(tokens, logits (B, max_new_tokens, vocab_size))`` with
         ``return_logits``.
 
-        The model's train/eval mode is left alone: call ``model.eval()`` first if it has
-        dropout.
+        ``eos_id`` ends each row at its own end-of-sequence token: the token is kept,
+        the positions after it are ``pad_id`` (their logits zero), and rows that never
+        produce it are decoded as without ``eos_id``. Decoding stops as soon as every
+        row has ended; the result still has ``max_new_tokens`` columns, padded, so it
+        is the same as if decoding had gone on. The model's train/eval mode is left
+        alone: call ``model.eval()`` first if it has dropout.
         """
-        steps = list(self.generate_steps(src, max_new_tokens, use_cache, src_mask))
-        B, V = src.size(0), self.cfg.vocab_size
-        tokens = (
-            torch.stack([t for t, _ in steps], 1) if steps else src.new_zeros((B, 0))
+        steps = list(
+            self.generate_steps(src, max_new_tokens, use_cache, src_mask, eos_id)
+        )
+        B, V, n = src.size(0), self.cfg.vocab_size, max_new_tokens - len(steps)
+        # (B, max_new_tokens); the steps skipped once every row had ended are padding
+        tokens = torch.cat(
+            [
+                src.new_zeros((B, 0), dtype=torch.long),
+                *(t[:, None] for t, _ in steps),
+                src.new_full((B, n), self.cfg.pad_id, dtype=torch.long),
+            ],
+            dim=1,
         )
         if not return_logits:
             return tokens
-        logits = (
-            torch.stack([lg for _, lg in steps], 1)
-            if steps
-            else self.pe.new_zeros((B, 0, V))
+        logits = torch.cat(  # (B, max_new_tokens, vocab_size)
+            [
+                self.pe.new_zeros((B, 0, V)),
+                *(lg[:, None] for _, lg in steps),
+                self.pe.new_zeros((B, n, V)),
+            ],
+            dim=1,
         )
         return tokens, logits
 
@@ -400,7 +428,14 @@ class Transformer(nn.Module):
                 "(rows of the positional table)"
             )
 
-    def _check_generate(self, src: torch.Tensor, max_new_tokens: int) -> None:
+    def _check_generate(
+        self, src: torch.Tensor, max_new_tokens: int, eos_id: int | None = None
+    ) -> None:
+        if eos_id is not None and not 0 <= eos_id < self.cfg.vocab_size:
+            raise ValueError(
+                f"eos_id={eos_id} is not a token id in "
+                f"[0, vocab_size={self.cfg.vocab_size})"
+            )
         if src.dim() != 2:
             raise ValueError(f"src must have shape (B, T_src), got {tuple(src.shape)}")
         if max_new_tokens < 0:
@@ -418,54 +453,21 @@ class Transformer(nn.Module):
             )
 
 
-def decode_step_macs(
-    cfg: TransformerConfig, t: int, T_src: int, use_cache: bool
-) -> int:
-    """Multiply-adds of the matrix products in greedy decoding step t (1-based;
-    t decoder positions)   (eq. decode-flops).
+def time_decoding(
+    model: Transformer, src: torch.Tensor, max_new_tokens: int, use_cache: bool
+) -> dict[str, list[float]]:
+    """Seconds of each greedy decoding step of ``model.generate_steps``.
 
-    Without a cache the decoder reprocesses all t positions: the projections and FFN of
-    t rows, t x t attention scores, the cross-attention K/V of the T_src memory rows.
-    With a cache only the newest row is processed, against t cached keys; the memory's
-    K/V were computed once (see :func:`generate_macs`). Both project only the last
-    position to the vocabulary. LayerNorms, softmax, embeddings and additions are left
-    out: they are O(t d_model), not matrix products.
+    Returns {"wall": wall-clock seconds, "cpu": CPU seconds of this process}, one entry
+    per step. On a machine shared with other jobs, wall-clock time also counts the time
+    spent waiting for a core; CPU time counts only the work done. Step 1 also pays for
+    the encoder (and, with the cache, the memory's cross-attention K/V).
     """
-    d, d_kv, L = cfg.d_model, cfg.kv_heads * cfg.d_head, cfg.n_layers
-    rows = 1 if use_cache else t  # positions pushed through the decoder this step
-    per_layer = (
-        # self-attention: W_Q, W_O (d x d) and W_K, W_V (d x d_kv)
-        rows * (2 * d * d + 2 * d * d_kv)
-        # self-attention: Q K^T and weights @ V, h heads of d_k = d in all
-        + 2 * rows * t * d
-        # cross-attention: W_Q and W_O
-        + rows * 2 * d * d
-        # cross-attention scores and weighted sum over the memory
-        + 2 * rows * T_src * d
-        # cross-attention K, V of memory, recomputed
-        + (0 if use_cache else 2 * T_src * d * d_kv)
-        # FFN: W_1 and W_2
-        + rows * 2 * d * cfg.d_ff
-    )
-    # + the output projection of the last position
-    return L * per_layer + d * cfg.vocab_size
-
-
-def generate_macs(
-    cfg: TransformerConfig, T_src: int, n_new: int, use_cache: bool
-) -> int:
-    """Multiply-adds of greedy decoding of ``n_new`` tokens for one sequence: the
-    encoder (once, on both paths), the cross-attention K/V of the memory (once, with a
-    cache) and every step's :func:`decode_step_macs`."""
-    d, d_kv = cfg.d_model, cfg.kv_heads * cfg.d_head
-    encoder = cfg.n_layers * (
-        T_src * (2 * d * d + 2 * d * d_kv)
-        + 2 * T_src * T_src * d
-        + T_src * 2 * d * cfg.d_ff
-    )
-    cross_kv = cfg.n_layers * 2 * T_src * d * d_kv if use_cache else 0
-    return (
-        encoder
-        + cross_kv
-        + sum(decode_step_macs(cfg, t, T_src, use_cache) for t in range(1, n_new + 1))
-    )
+    wall, cpu = [], []
+    w0, c0 = time.perf_counter(), time.process_time()
+    for _ in model.generate_steps(src, max_new_tokens, use_cache=use_cache):
+        w1, c1 = time.perf_counter(), time.process_time()
+        wall.append(w1 - w0)
+        cpu.append(c1 - c0)
+        w0, c0 = w1, c1
+    return {"wall": wall, "cpu": cpu}

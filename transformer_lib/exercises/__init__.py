@@ -56,6 +56,7 @@ from .ch08_positional_encoding import (
     check_sinusoidal_positional_encoding,
 )
 from .ch12_kv_cache import check_kv_cache_step
+from .ch13_flash_attention import check_online_attention
 from .ch14_decoder_only import check_causal_lm_loss
 from .ch15_sampling import check_top_k_filter, check_top_p_filter
 from .ch16_modern_block import check_apply_rope_half, check_rms_norm
@@ -72,6 +73,7 @@ __all__ = [
     "check_repeat_kv",
     "check_multi_head_attention",
     "check_kv_cache_step",
+    "check_online_attention",
     "check_causal_lm_loss",
     "check_top_k_filter",
     "check_top_p_filter",

@@ -7,14 +7,18 @@ Generic drawing, one concern per module:
   redraw);
 * ``live``: its ipywidgets form in Jupyter; ``static``: its kernel-free twin on the
   site, with the script ``explorer.js`` (package data);
-* ``heatmap``: ``heatmap``, a labelled attention map, with ``HoverGrid`` and
-  ``light_colorbar``;
+* ``heatmap``: ``heatmap``, a labelled attention map (a ``Heatmap`` drawn once), with
+  ``HoverGrid`` and ``light_colorbar``;
+* ``figures``: ``LiveFigure``, a figure drawn once whose ``update`` changes only what
+  the controls change (what keeps a live redraw fast), and ``MapFigure``, the
+  one-attention-map figure;
 * ``source``: ``show_source``, the library's own code in a chapter;
 * ``explorer``: the same public names, where chapters have always imported them from.
 
-Each chapter's interactive figures live in a module ``chNN_*.py`` of this package that
-declares them in ``EXPLORERS`` (name -> factory), so that ``benchmarks/widgets.py`` can
-time every control's redraw.
+Each chapter's interactive figures (LiveFigure classes) live in a module ``chNN_*.py``
+of this package that declares them in ``EXPLORERS`` (name -> factory), so that
+``benchmarks/widgets.py`` can time every control's redraw. The models, tasks and
+hand-set weights they show are in :mod:`transformer_lib.demos`.
 """
 
 from __future__ import annotations
@@ -23,12 +27,16 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 
-from .heatmap import HoverGrid, heatmap, light_colorbar
+from .figures import LiveFigure, MapFigure
+from .heatmap import Heatmap, HoverGrid, heatmap, light_colorbar
 from .interactive import Explorer
 from .source import show_source
 
 __all__ = [
     "Explorer",
+    "LiveFigure",
+    "MapFigure",
+    "Heatmap",
     "HoverGrid",
     "heatmap",
     "light_colorbar",

@@ -1,16 +1,19 @@
-"""Introduction figures: a first attention map, and a map of where each chapter sits in attention.
+"""Introduction figures: a first attention map, and where each chapter sits in it.
 
-``heads_explorer()`` shows the attention weights of a few hand-built heads over a six-word
-sentence (chapter 1 builds them from W_Q and W_K), with and without the causal mask of chapter 4.
-``draw_pipeline(ax)`` draws the flow X -> Q, K, V -> scores -> weights -> Z with chapter numbers.
+``heads_explorer()`` (:class:`HeadsFigure`) shows the attention weights of a few
+hand-built heads over a six-word sentence (chapter 1 builds them from W_Q and W_K), with
+and without the causal mask of chapter 4. ``draw_pipeline(ax)`` draws the flow
+X -> Q, K, V -> scores -> weights -> Z with chapter numbers.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .ch01_qkv import WORDS, lookup
-from .explorer import Explorer, HoverGrid, heatmap
+from ..demos.handbuilt_head import WORDS, lookup
+from .figures import MapFigure
+from .heatmap import HoverGrid
+from .interactive import Explorer
 
 HEADS = {  # what the reader picks -> the rule of chapter 1 that builds that head
     "previous word": "the previous word",
@@ -21,32 +24,25 @@ HEADS = {  # what the reader picks -> the rule of chapter 1 that builds that hea
 }
 
 
-def draw_heads(fig, head: str = "previous word", causal: bool = False) -> HoverGrid:
-    """The attention weights of one hand-built head over the sentence; masked cells hatched grey."""
-    weights, _ = lookup(HEADS[head], beta=6.0, causal=causal)
-    ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.13, right=0.86, bottom=0.17, top=0.9)
-    T = len(WORDS)
-    masked = (
-        np.triu(np.ones((T, T), dtype=bool), k=1) if causal else None
-    )  # each word's future
-    grid = heatmap(
-        ax,
-        weights.numpy(),
-        WORDS,
-        WORDS,
-        colorbar="light",
-        annotate="rowmax",
-        masked=masked,
-        title=f"head: {head}" + (" (causal mask)" if causal else ""),
-    )
-    return grid
+class HeadsFigure(MapFigure):
+    """The attention weights of one hand-built head over the sentence; with the causal
+    mask, each word's future is shaded grey."""
+
+    def __init__(self, fig) -> None:
+        super().__init__(fig, WORDS, WORDS, maskable=True)
+
+    def update(self, head: str = "previous word", causal: bool = False) -> HoverGrid:
+        weights, _ = lookup(HEADS[head], beta=6.0, causal=causal)
+        T = len(WORDS)
+        future = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else None
+        title = f"head: {head}" + (" (causal mask)" if causal else "")
+        return self.show(weights.numpy(), title, masked=future)
 
 
 def heads_explorer() -> Explorer:
     """Pick a head; tick the causal mask to hide every word's future."""
     return Explorer(
-        draw_heads,
+        HeadsFigure,
         {"head": list(HEADS), "causal": [False, True]},
         labels={"head": "head", "causal": "causal mask"},
         figsize=(6, 4),
@@ -55,7 +51,7 @@ def heads_explorer() -> Explorer:
 
 
 def draw_pipeline(ax) -> None:
-    """One attention layer as a flow of boxes, each labelled with the chapter that derives it."""
+    """One attention layer as a flow of boxes, each labelled with its chapter."""
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     boxes = [  # (label, formula, chapter, width)
@@ -88,7 +84,7 @@ def draw_pipeline(ax) -> None:
         ax.text(x, 0.16, chapter, ha="center", va="center", fontsize=8, color="#4a6fa5")
         spans.append((left, left + w))
         left += w + gap
-    for (_, end0), (start1, _) in zip(spans, spans[1:]):
+    for (_, end0), (start1, _) in zip(spans, spans[1:], strict=False):
         ax.add_patch(
             FancyArrowPatch(
                 (end0 + 0.004, 0.5),

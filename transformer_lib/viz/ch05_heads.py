@@ -1,139 +1,80 @@
-"""Chapter 5 figures: what each head of a multi-head attention looks at, and how GQA shares K/V.
+"""Chapter 5 figures: what each head of a multi-head attention looks at, and how GQA
+shares K/V.
 
-``handbuilt_attention(n_kv_heads)`` is a 4-head ``tl.MultiHeadAttention`` whose weights are set
-by hand so that every head has one readable job (previous token, current token, same word,
-first token). Its GQA and MQA versions are made the way Ainslie et al. convert a trained
-model: the K and V projections of the heads in a group are averaged. ``heads_explorer()``
-shows any head's map for each variant; ``groups_explorer()`` draws which query head reads
-which K/V head after ``repeat_kv`` (right) or ``repeat`` (wrong).
+``heads_explorer()`` (:class:`HeadFigure`) shows any head's map of the hand-built
+attention of :mod:`transformer_lib.demos.handbuilt_mha`, for MHA, GQA and MQA;
+``groups_explorer()`` (:class:`GroupsFigure`) draws which query head reads which K/V
+head after ``repeat_kv`` (right) or ``repeat`` (wrong).
 """
 
 from __future__ import annotations
 
-import math
+from functools import cache
 
 import numpy as np
 import torch
 
 import transformer_lib as tl
 
-from .explorer import Explorer, heatmap
-
-SENTENCE = ["the", "cat", "sat", "on", "the", "mat"]
-HEAD_JOBS = ["previous token", "current token", "same word", "first token"]
-D_MODEL, N_HEADS, D_K = 32, 4, 8  # d_k = d_model / h
-MAX_T, CONST = (
-    8,
-    16,
-)  # input dims 0..7: position one-hot; 8..15: word one-hot; 16: constant 1
-
-
-def embed(tokens: list[str]) -> torch.Tensor:
-    """(1, T, 32) inputs: a one-hot of the position, a one-hot of the word, and a constant 1."""
-    vocab = sorted(set(tokens))
-    x = torch.zeros(1, len(tokens), D_MODEL)
-    for t, word in enumerate(tokens):
-        x[0, t, t] = 1.0  # position t
-        x[0, t, MAX_T + vocab.index(word)] = 1.0  # word identity
-        x[0, t, CONST] = 1.0
-    return x
-
-
-def handbuilt_attention(
-    n_kv_heads: int = N_HEADS, sharpness: float = 4.0
-) -> tl.MultiHeadAttention:
-    """Four heads with one job each; with n_kv_heads < 4, each group's K/V heads are averaged."""
-    c = sharpness * math.sqrt(
-        D_K
-    )  # a matching query-key pair scores `sharpness` after / sqrt(d_k)
-    Wq, Wk, Wv = (
-        torch.zeros(N_HEADS, D_K, D_MODEL) for _ in range(3)
-    )  # per head (d_k, d_model)
-    for t in range(1, MAX_T):
-        Wq[0, t - 1, t] = c  # head 0 asks for position t - 1 ...
-    for t in range(MAX_T):
-        Wk[0, t, t] = 1.0  # ... and every key announces its own position
-        Wq[1, t, t] = (
-            c  # head 1 asks for position t itself, with the same keys as head 0
-        )
-        Wk[1, t, t] = 1.0
-    for w in range(MAX_T - 1):
-        Wq[2, w, MAX_T + w] = c  # head 2 asks for its own word ...
-        Wk[2, w, MAX_T + w] = 1.0  # ... and every key announces its word
-    Wq[3, D_K - 1, CONST] = c  # head 3 asks every time for the same thing ...
-    Wk[3, D_K - 1, 0] = 1.0  # ... which only position 0 has
-    for i in range(N_HEADS):
-        Wv[i, : D_K - 1, MAX_T : 2 * MAX_T - 1] = torch.eye(
-            D_K - 1
-        )  # values: the word one-hot
-    n_rep = N_HEADS // n_kv_heads
-    Wk = Wk.view(n_kv_heads, n_rep, D_K, D_MODEL).mean(
-        1
-    )  # GQA conversion: mean over each group
-    Wv = Wv.view(n_kv_heads, n_rep, D_K, D_MODEL).mean(1)
-    m = tl.MultiHeadAttention(D_MODEL, N_HEADS, n_kv_heads, bias=False)
-    with (
-        torch.no_grad()
-    ):  # nn.Linear stores (out, in): the heads' blocks stacked on dim 0
-        m.q_proj.weight.copy_(Wq.reshape(N_HEADS * D_K, D_MODEL))
-        m.k_proj.weight.copy_(Wk.reshape(n_kv_heads * D_K, D_MODEL))
-        m.v_proj.weight.copy_(Wv.reshape(n_kv_heads * D_K, D_MODEL))
-        m.o_proj.weight.copy_(torch.eye(D_MODEL))
-    return m.eval()
-
+from ..demos.handbuilt_mha import HEAD_JOBS, N_HEADS, SENTENCE, head_weights
+from .figures import LiveFigure
+from .heatmap import Heatmap, HoverGrid
+from .interactive import Explorer
 
 _VARIANTS = {"MHA (h_kv = 4)": 4, "GQA (h_kv = 2)": 2, "MQA (h_kv = 1)": 1}
-_HEAD_CHOICES = [f"head {i}: {job}" for i, job in enumerate(HEAD_JOBS)] + [
-    "mean over heads"
-]
+_HEAD_CHOICES = [f"head {i}: {job}" for i, job in enumerate(HEAD_JOBS)]
+_HEAD_CHOICES.append("mean over heads")
 
 
-def head_weights(
-    n_kv_heads: int, causal: bool, tokens: list[str] = SENTENCE
-) -> torch.Tensor:
-    """(h, T, T) attention weights of the hand-built layer on ``tokens``."""
-    x = embed(tokens)
-    mask = tl.causal_mask(len(tokens)) if causal else None
-    with torch.no_grad():
-        _, w = handbuilt_attention(n_kv_heads)(x, x, x, mask=mask)  # (1, h, T, T)
-    return w[0]
+@cache
+def _causal_weights(n_kv_heads: int) -> np.ndarray:
+    """(h, T, T) causal attention weights of the hand-built layer, computed once."""
+    return head_weights(n_kv_heads, causal=True).numpy()
 
 
-def draw_head(fig, head: str = _HEAD_CHOICES[0], variant: str = "MHA (h_kv = 4)"):
-    """One head's causal attention map (or the mean over heads) for one K/V variant."""
-    w = head_weights(_VARIANTS[variant], causal=True)  # (h, T, T)
-    k = _HEAD_CHOICES.index(head)
-    values = (
-        w.mean(0) if k == N_HEADS else w[k]
-    )  # the mean: nn.MultiheadAttention's default
-    ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.14, right=0.9, bottom=0.17, top=0.9)
-    future = ~tl.causal_mask(len(SENTENCE)).numpy()
-    shown = np.where(
-        future, np.nan, values.numpy()
-    )  # NaN: the hover read-out says "masked"
-    fig.text(
-        0.5, 0.94, f"{variant}: {head}", fontsize=10, ha="center"
-    )  # cheaper than a title
-    grid = heatmap(ax, shown, SENTENCE, SENTENCE, masked=future)
-    for (i, j), v in np.ndenumerate(values.numpy()):  # label the weights that matter
-        if v >= 0.1 and not future[i, j]:
-            ax.text(
-                j,
-                i,
-                f"{v:.2f}",
-                ha="center",
-                va="center",
-                fontsize=8,
-                color="black" if v > 0.6 else "white",
-            )
-    return grid
+class HeadFigure(LiveFigure):
+    """One head's causal attention map (or the mean over heads) for one K/V variant;
+    the weights that matter (0.1 or more) are printed."""
+
+    def __init__(self, fig) -> None:
+        super().__init__(fig)
+        T = len(SENTENCE)
+        ax = fig.add_subplot()
+        fig.subplots_adjust(left=0.14, right=0.9, bottom=0.17, top=0.9)
+        self.future = ~tl.causal_mask(T).numpy()
+        self.map = Heatmap(ax, np.zeros((T, T)), SENTENCE, SENTENCE, masked=self.future)
+        self.title = fig.text(0.5, 0.94, "", fontsize=10, ha="center")  # cheap title
+        cells = [(i, j) for i in range(T) for j in range(i + 1)]  # the lower triangle
+        self.labels = {
+            (i, j): ax.text(j, i, "", ha="center", va="center", fontsize=8)
+            for i, j in cells
+        }
+        self.live(*self.map.artists, self.title, *self.labels.values())
+
+    def update(
+        self, head: str = _HEAD_CHOICES[0], variant: str = "MHA (h_kv = 4)"
+    ) -> HoverGrid:
+        w = _causal_weights(_VARIANTS[variant])  # (h, T, T)
+        k = _HEAD_CHOICES.index(head)
+        # the mean over heads: what nn.MultiheadAttention returns by default
+        values = w.mean(0) if k == N_HEADS else w[k]
+        self.title.set_text(f"{variant}: {head}")
+        for (i, j), text in self.labels.items():
+            v = values[i, j]
+            text.set_visible(bool(v >= 0.1))
+            text.set_text(f"{v:.2f}")
+            text.set_color("black" if v > 0.6 else "white")
+        # NaN: the hover read-out says "masked"
+        return self.map.set(np.where(self.future, np.nan, values), masked=self.future)
 
 
 def heads_explorer() -> Explorer:
-    """Choose a head and the K/V sharing; see that head's causal attention map (15 frames)."""
+    """Choose a head and the K/V sharing; see that head's causal attention map (15
+    frames)."""
+    for n_kv_heads in _VARIANTS.values():  # computed once: a redraw only draws
+        _causal_weights(n_kv_heads)
     return Explorer(
-        draw_head,
+        HeadFigure,
         {"head": _HEAD_CHOICES, "variant": list(_VARIANTS)},
         labels={"head": "head", "variant": "K/V heads"},
         figsize=(5.4, 4.2),
@@ -148,113 +89,147 @@ def kv_head_of_query_head(n_heads: int, n_kv_heads: int, method: str) -> list[in
 
     Computed by running the expansion on a tensor whose head j holds the number j.
     """
-    ids = torch.arange(n_kv_heads, dtype=torch.float32).view(
-        1, n_kv_heads, 1, 1
-    )  # (1, h_kv, 1, 1)
+    ids = torch.arange(n_kv_heads, dtype=torch.float32).view(1, n_kv_heads, 1, 1)
     n_rep = n_heads // n_kv_heads
-    if method == "repeat_kv":
-        expanded = tl.repeat_kv(
-            ids, n_rep
-        )  # the library: repeat_interleave on the head axis
-    else:
-        expanded = ids.repeat(1, n_rep, 1, 1)  # tiling: k0 k1 k0 k1 ...
+    if method == "repeat_kv":  # the library: repeat_interleave on the head axis
+        expanded = tl.repeat_kv(ids, n_rep)  # (1, h, 1, 1)
+    else:  # tiling: k0 k1 k0 k1 ...
+        expanded = ids.repeat(1, n_rep, 1, 1)
     return expanded.view(-1).long().tolist()
 
 
-def draw_groups(fig, n_kv_heads: int = 2, method: str = "repeat_kv", n_heads: int = 8):
-    """Query heads on top, K/V heads below, a line from each query head to the head it reads."""
-    got = kv_head_of_query_head(n_heads, n_kv_heads, method)
-    want = [i // (n_heads // n_kv_heads) for i in range(n_heads)]  # eq. gqa: g(i)
-    colours = [f"C{g}" for g in range(n_kv_heads)]
-    ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.02, right=0.98, bottom=0.02, top=0.88)
-    xq = np.arange(n_heads)
-    xkv = (
-        np.arange(n_kv_heads) + 0.5
-    ) * n_heads / n_kv_heads - 0.5  # centred under the group
-    for i, g in enumerate(got):
-        ok = g == want[i]
-        ax.plot(
-            [xq[i], xkv[g]],
-            [1, 0],
-            color=colours[g] if ok else "crimson",
-            lw=2 if ok else 2.5,
-            ls="-" if ok else "--",
-            zorder=1,
-        )
-    for i in range(n_heads):
-        ax.scatter(xq[i], 1, s=520, color=colours[want[i]], edgecolor="black", zorder=2)
-        ax.text(
-            xq[i],
-            1,
-            f"q{i}",
-            ha="center",
-            va="center",
-            fontsize=9,
-            color="white",
-            zorder=3,
-        )
-        if got[i] != want[i]:
-            ax.text(
-                xq[i],
-                1.17,
-                "\u2717",
-                ha="center",
-                va="center",
-                fontsize=14,
-                color="crimson",
+N_KV_HEADS = [1, 2, 4, 8]
+# points: the circles' radius and the squares' half side, plus the edge line
+Q_RADIUS, KV_HALF = 13.9, 14.2
+
+
+class GroupsFigure(LiveFigure):
+    """Query heads on top, K/V heads below, a line from each query head to the K/V
+    head it reads: solid in its group's colour when right, red dashes when wrong."""
+
+    def __init__(self, fig, n_heads: int = 8) -> None:
+        super().__init__(fig)
+        self.n_heads = n_heads
+        ax = self.ax = fig.add_subplot()
+        fig.subplots_adjust(left=0.02, right=0.98, bottom=0.02, top=0.88)
+        ax.set_xlim(-0.8, n_heads - 0.2)
+        ax.set_ylim(-0.6, 1.35)
+        ax.axis("off")
+        # one set of heads per h_kv, shown when chosen (they are the layout)
+        self.nodes = {n_kv: self._nodes(ax, n_kv) for n_kv in N_KV_HEADS}
+        self.reads = [
+            ax.plot([], [], zorder=1, solid_capstyle="butt", dash_capstyle="butt")[0]
+            for _ in range(n_heads)
+        ]
+        self.wrong = [
+            ax.text(i, 1.17, "\u2717", ha="center", va="center", fontsize=14)
+            for i in range(n_heads)
+        ]
+        for mark in self.wrong:
+            mark.set_color("crimson")
+        self.strip = ax.text(-0.5, -0.42, "", fontsize=9, family="monospace")
+        self.strip.set_va("center")
+        ax.set_title(" ", fontsize=9)
+        self.live(*self.reads, *self.wrong, self.strip, ax.title)
+
+    def _nodes(self, ax, n_kv_heads: int) -> list:
+        """The query heads in their group's colour and the K/V heads, with labels."""
+        want = self._want(n_kv_heads)
+        artists = [
+            ax.scatter(
+                range(self.n_heads),
+                [1] * self.n_heads,
+                s=520,
+                color=[f"C{g}" for g in want],
+                edgecolor="black",
+                zorder=2,
+            ),
+            ax.scatter(
+                self._x_kv(n_kv_heads),
+                [0] * n_kv_heads,
+                s=700,
+                marker="s",
+                color=[f"C{g}" for g in range(n_kv_heads)],
+                edgecolor="black",
+                zorder=2,
+            ),
+        ]
+        places = [(i, 1, f"q{i}") for i in range(self.n_heads)]
+        places += [(x, 0, f"kv{g}") for g, x in enumerate(self._x_kv(n_kv_heads))]
+        for x, y, name in places:
+            artists.append(
+                ax.text(x, y, name, ha="center", va="center", fontsize=9, zorder=3)
             )
-    for g in range(n_kv_heads):
-        ax.scatter(
-            xkv[g], 0, s=700, marker="s", color=colours[g], edgecolor="black", zorder=2
+            artists[-1].set_color("white")
+        return artists
+
+    def _want(self, n_kv_heads: int) -> list[int]:
+        return [i // (self.n_heads // n_kv_heads) for i in range(self.n_heads)]  # g(i)
+
+    def _x_kv(self, n_kv_heads: int) -> np.ndarray:
+        """Each K/V head centred under its group of query heads."""
+        return (np.arange(n_kv_heads) + 0.5) * self.n_heads / n_kv_heads - 0.5
+
+    def _read_line(self, x_q: float, x_kv: float) -> tuple[list, list]:
+        """The line from query head (x_q, 1) to K/V head (x_kv, 0), stopped at the edge
+        of the circle and of the square so that it never crosses them."""
+        box = self.ax.get_window_extent()
+        pt = 72 / self.fig.dpi  # points per pixel
+        (x0, x1), (y0, y1) = self.ax.get_xlim(), self.ax.get_ylim()
+        sx, sy = box.width * pt / (x1 - x0), box.height * pt / (y1 - y0)  # pt / unit
+        dx, dy = (x_kv - x_q) * sx, -1.0 * sy  # the line's direction, in points
+        length = np.hypot(dx, dy)
+        ux, uy = dx / length, dy / length
+        into_square = KV_HALF / max(abs(ux), abs(uy))
+        start = (x_q + ux * Q_RADIUS / sx, 1 + uy * Q_RADIUS / sy)
+        end = (x_kv - ux * into_square / sx, 0 - uy * into_square / sy)
+        return [start[0], end[0]], [start[1], end[1]]
+
+    def layout(self, n_kv_heads: int, **_) -> int:
+        return n_kv_heads
+
+    def update(self, n_kv_heads: int = 2, method: str = "repeat_kv") -> None:
+        for n_kv, artists in self.nodes.items():
+            for a in artists:
+                a.set_visible(n_kv == n_kv_heads)
+        got = kv_head_of_query_head(self.n_heads, n_kv_heads, method)
+        want, x_kv = self._want(n_kv_heads), self._x_kv(n_kv_heads)
+        for i, (line, mark) in enumerate(zip(self.reads, self.wrong, strict=True)):
+            ok = got[i] == want[i]
+            line.set_data(*self._read_line(i, x_kv[got[i]]))
+            line.set(
+                color=f"C{got[i]}" if ok else "crimson",
+                linewidth=2 if ok else 2.5,
+                linestyle="-" if ok else "--",
+            )
+            mark.set_visible(not ok)
+        strip = " ".join(f"kv{g}" for g in got)
+        self.strip.set_text(f"K after expansion: [{strip}]")
+        wrong = sum(g != w for g, w in zip(got, want, strict=True))
+        verdict = (
+            f"{wrong} of {self.n_heads} heads read the wrong K/V"
+            if wrong
+            else "every head reads its group's K/V"
         )
-        ax.text(
-            xkv[g],
-            0,
-            f"kv{g}",
-            ha="center",
-            va="center",
+        self.ax.set_title(
+            f"h = {self.n_heads} query heads, h_kv = {n_kv_heads}, expanded with"
+            f" {method}: {verdict}",
             fontsize=9,
-            color="white",
-            zorder=3,
         )
-    strip = " ".join(f"kv{g}" for g in got)
-    ax.text(
-        -0.5,
-        -0.42,
-        f"K after expansion: [{strip}]",
-        fontsize=9,
-        family="monospace",
-        va="center",
-    )
-    wrong = sum(g != w for g, w in zip(got, want))
-    verdict = (
-        f"{wrong} of {n_heads} heads read the wrong K/V"
-        if wrong
-        else "every head reads its group's K/V"
-    )
-    ax.set_title(
-        f"h = {n_heads} query heads, h_kv = {n_kv_heads}, expanded with {method}: "
-        + verdict,
-        fontsize=9,
-    )
-    ax.set_xlim(-0.8, n_heads - 0.2)
-    ax.set_ylim(-0.6, 1.35)
-    ax.axis("off")
-    return None
 
 
 def groups_explorer() -> Explorer:
-    """h_kv and the expansion method; a line joins each query head to its K/V head (8 frames)."""
+    """h_kv and the expansion method; a line joins each query head to its K/V head (8
+    frames)."""
     return Explorer(
-        draw_groups,
-        {"n_kv_heads": [1, 2, 4, 8], "method": ["repeat_kv", "repeat (tile)"]},
+        GroupsFigure,
+        {"n_kv_heads": N_KV_HEADS, "method": ["repeat_kv", "repeat (tile)"]},
         defaults={"n_kv_heads": 2},
         labels={"n_kv_heads": "K/V heads $h_{kv}$", "method": "expand K/V with"},
         figsize=(6.4, 2.6),
         dpi=80,
-        title="Which K/V head does each query head read? Colours are the intended groups; "
-        "red dashes are wrong reads",
+        title="Which K/V head does each query head read? Colours are the intended "
+        "groups; red dashes are wrong reads",
     )
 
 

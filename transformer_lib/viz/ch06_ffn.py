@@ -1,12 +1,17 @@
-"""Chapter 6 figures: a feed-forward network with a 1-D input, seen as a sum of bent lines.
+"""Chapter 6 figure: a feed-forward network with a 1-D input, seen as a sum of bent
+lines.
 
-With d_model = 1, FFN(x) = sum_k W2[k] act(W1[k] x + b1[k]) + b2 maps numbers to numbers.
-Each hidden unit contributes one hinge (ReLU) or one smooth hinge (GELU) at
-x = -b1[k] / W1[k]. ``hinge_explorer()`` fixes the hinges evenly across the plot, fits W2 and
-b2 to a target curve by least squares, and draws the target, the network and every unit.
+With d_model = 1, FFN(x) = sum_k W2[k] act(W1[k] x + b1[k]) + b2 maps numbers to
+numbers. Each hidden unit contributes one hinge (ReLU) or one smooth hinge (GELU) at
+x = -b1[k] / W1[k]. ``hinge_explorer()`` (:class:`HingeFigure`) draws the target, the
+network fitted by :func:`transformer_lib.demos.ffn_curve_fit.fitted_ffn` and every
+unit.
 """
 
 from __future__ import annotations
+
+import itertools
+from functools import cache
 
 import numpy as np
 import torch
@@ -14,113 +19,94 @@ from matplotlib.collections import LineCollection
 
 import transformer_lib as tl
 
-from .explorer import Explorer
+from ..demos.ffn_curve_fit import TARGETS, X_RANGE, fitted_ffn
+from .figures import LiveFigure
+from .interactive import Explorer
 
-X_RANGE = (-3.0, 3.0)
-TARGETS = {
-    "sin(2x)": lambda x: np.sin(2 * x),
-    "step": lambda x: np.where(x < 0.3, -0.5, 0.5),
-}
+ACTIVATIONS, D_FFS = ["relu", "gelu"], [1, 2, 4, 8, 16, 32]
 
 
-def fitted_ffn(
-    d_ff: int, activation: str, target: str, n_points: int = 241, ridge: float = 1e-2
-) -> tuple[tl.FeedForward, np.ndarray]:
-    """A tl.FeedForward(1, d_ff) with evenly spaced bends and W2, b2 fitted to ``target``.
-
-    The fit is least squares with a small ridge penalty on W2, which keeps neighbouring
-    GELU units (nearly parallel curves) from getting huge weights that cancel.
-    Returns the module and the grid of x values it was fitted on.
-    """
-    x = np.linspace(*X_RANGE, n_points)
-    lo, hi = X_RANGE
-    knots = lo + (hi - lo) * (np.arange(d_ff) + 0.5) / d_ff  # where each unit bends
-    ffn = tl.FeedForward(1, d_ff, activation).eval()
+@cache
+def fitted_curves(d_ff: int, activation: str, target: str) -> dict[str, np.ndarray]:
+    """The fitted FFN on its grid (computed once per setting): the inputs "x", the
+    network's output "y", the hidden units "hidden" (N, d_ff) and the bends "knots"."""
+    ffn, x = fitted_ffn(d_ff, activation, target)
+    xs = torch.as_tensor(x, dtype=torch.float32).view(-1, 1)  # (N, d_model = 1)
     act = tl.feed_forward.ACTIVATIONS[activation]
     with torch.no_grad():
-        ffn.linear1.weight.fill_(1.0)  # W1 = 1 for every unit, (d_ff, 1) as (out, in)
-        ffn.linear1.bias.copy_(
-            torch.as_tensor(-knots, dtype=torch.float32)
-        )  # b1 = -knot
-        xs = torch.as_tensor(x, dtype=torch.float32).view(-1, 1)  # (N, d_model = 1)
-        hidden = act(ffn.linear1(xs))  # (N, d_ff)
-        H = (
-            torch.cat([hidden, torch.ones(len(x), 1)], dim=1).double().numpy()
-        )  # (N, d_ff + 1)
-        penalty = ridge * np.eye(d_ff + 1)
-        penalty[-1, -1] = 0.0  # leave b2 free
-        coef = np.linalg.solve(H.T @ H + penalty, H.T @ TARGETS[target](x))  # [W2, b2]
-        ffn.linear2.weight.copy_(
-            torch.as_tensor(coef[:-1], dtype=torch.float32).view(1, d_ff)
-        )
-        ffn.linear2.bias.fill_(float(coef[-1]))
-    return ffn, x
-
-
-def draw_hinges(fig, activation: str = "relu", d_ff: int = 4, target: str = "sin(2x)"):
-    """Top: the target, the fitted FFN and its bends. Bottom: every hidden unit h_k(x)."""
-    ffn, x = fitted_ffn(d_ff, activation, target)
-    xs = torch.as_tensor(x, dtype=torch.float32).view(-1, 1)
-    with torch.no_grad():
         y = ffn(xs).view(-1).numpy()  # the network itself, eq. ffn with d_model = 1
-        act = tl.feed_forward.ACTIVATIONS[activation]
         hidden = act(ffn.linear1(xs)).numpy()  # (N, d_ff): h_k(x) = act(x - knot_k)
-    want = TARGETS[target](x)
-    ax, ax_parts = fig.subplots(
-        2, 1, gridspec_kw={"height_ratios": [3, 2], "hspace": 0.08}
-    )
-    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.11, top=0.91)
-    ax.plot(x, want, color="0.6", lw=4, label="target")
-    ax.plot(x, y, color="C0", lw=2, label="FFN(x)")
     knots = -ffn.linear1.bias.detach().numpy()
-    ax.plot(
-        knots,
-        np.interp(knots, x, y),
-        "o",
-        color="C3",
-        ms=4,
-        label="bends, x = -b\u2081[k]",
-    )
-    err = np.abs(y - want).max()
-    units = f"{d_ff} {activation.upper()} unit{'s' if d_ff > 1 else ''}"
-    fig.text(0.5, 0.95, f"{units}: largest error {err:.2f}", fontsize=10, ha="center")
-    ax.legend(
-        loc="upper center",
-        ncol=3,
-        fontsize=7.5,
-        frameon=False,
-        handlelength=1.5,
-        columnspacing=1.2,
-    )
-    ax.set_ylabel("output")
-    ax.set_ylim(-1.6, 3.4)  # the top band holds the legend
-    ax.set_xlim(*X_RANGE)
-    ax.set_xticks([])  # the x axis is labelled below (explicit ticks keep redraws fast)
-    ax.set_yticks([-1, 0, 1, 2, 3])
-    segments = [np.column_stack([x, hidden[:, k]]) for k in range(d_ff)]
-    colours = [f"C{k % 10}" for k in range(d_ff)]
-    ax_parts.add_collection(
-        LineCollection(segments, colors=colours, linewidths=0.9, alpha=0.8)
-    )
-    ax_parts.set_ylabel("hidden units", fontsize=8)
-    ax_parts.set_xlabel("input x")
-    ax_parts.set_ylim(-0.5, 6.2)
-    ax_parts.set_xlim(*X_RANGE)
-    ax_parts.set_xticks(range(-3, 4))
-    ax_parts.set_yticks([0, 3, 6])
-    ax_parts.axhline(0, color="0.8", lw=0.8)
-    return None
+    return {"x": x, "y": y, "hidden": hidden, "knots": knots}
+
+
+class HingeFigure(LiveFigure):
+    """Top: the target, the fitted FFN and its bends. Bottom: every hidden unit
+    h_k(x)."""
+
+    def __init__(self, fig) -> None:
+        super().__init__(fig)
+        ax, parts = fig.subplots(
+            2, 1, gridspec_kw={"height_ratios": [3, 2], "hspace": 0.08}
+        )
+        fig.subplots_adjust(left=0.1, right=0.97, bottom=0.11, top=0.91)
+        self.target = ax.plot([], [], color="0.6", lw=4, label="target")[0]
+        self.net = ax.plot([], [], color="C0", lw=2, label="FFN(x)")[0]
+        self.knots = ax.plot(
+            [], [], "o", color="C3", ms=4, label="bends, x = -b\u2081[k]"
+        )[0]
+        self.title = fig.text(0.5, 0.95, "", fontsize=10, ha="center")
+        legend = ax.legend(
+            loc="upper center",
+            ncol=3,
+            fontsize=7.5,
+            frameon=False,
+            handlelength=1.5,
+            columnspacing=1.2,
+        )
+        ax.set_ylabel("output")
+        ax.set_ylim(-1.6, 3.4)  # the top band holds the legend
+        ax.set_xlim(*X_RANGE)
+        ax.set_xticks([])  # the x axis is labelled below
+        ax.set_yticks([-1, 0, 1, 2, 3])
+        self.units = LineCollection([], linewidths=0.9, alpha=0.8)
+        parts.add_collection(self.units)
+        parts.set_ylabel("hidden units", fontsize=8)
+        parts.set_xlabel("input x")
+        parts.set_ylim(-0.5, 6.2)
+        parts.set_xlim(*X_RANGE)
+        parts.set_xticks(range(-3, 4))
+        parts.set_yticks([0, 3, 6])
+        zero = parts.axhline(0, color="0.8", lw=0.8)  # over the units, as drawn
+        self.live(self.target, self.net, self.knots, self.title)
+        self.over(legend)  # over the lines
+        self.live(self.units, zero)
+
+    def update(
+        self, activation: str = "relu", d_ff: int = 4, target: str = "sin(2x)"
+    ) -> None:
+        c = fitted_curves(d_ff, activation, target)
+        x, y, knots = c["x"], c["y"], c["knots"]
+        want = TARGETS[target](x)
+        self.target.set_data(x, want)
+        self.net.set_data(x, y)
+        self.knots.set_data(knots, np.interp(knots, x, y))
+        err = np.abs(y - want).max()
+        units = f"{d_ff} {activation.upper()} unit{'s' if d_ff > 1 else ''}"
+        self.title.set_text(f"{units}: largest error {err:.2f}")
+        self.units.set_segments(
+            [np.column_stack([x, c["hidden"][:, k]]) for k in range(d_ff)]
+        )
+        self.units.set_colors([f"C{k % 10}" for k in range(d_ff)])
 
 
 def hinge_explorer() -> Explorer:
     """Activation, hidden width and target curve of a 1-D FFN (24 frames)."""
+    for setting in itertools.product(D_FFS, ACTIVATIONS, TARGETS):
+        fitted_curves(*setting)  # fitted once: a redraw only draws
     return Explorer(
-        draw_hinges,
-        {
-            "activation": ["relu", "gelu"],
-            "d_ff": [1, 2, 4, 8, 16, 32],
-            "target": list(TARGETS),
-        },
+        HingeFigure,
+        {"activation": ACTIVATIONS, "d_ff": D_FFS, "target": list(TARGETS)},
         defaults={"d_ff": 4},
         labels={
             "activation": "activation",

@@ -1,35 +1,24 @@
-"""Chapter 7 figures and the depth experiment: residual connections and LayerNorm.
+"""Chapter 7 figures: residual connections and LayerNorm.
 
-``SublayerStack`` stacks ``depth`` position-wise feed-forward sublayers (chapter 6) wired in one of
-five ways (``VARIANTS``): without residual or norm, with LayerNorm only, with the residual only,
-Post-LN (eq. add-norm) and Pre-LN (eq. pre-ln). ``teacher_task`` is the small regression problem
-the chapter trains them on. ``depth_explorer()`` redraws precomputed statistics of the stacks at
-initialisation; ``layer_norm_explorer()`` shows one vector through both LayerNorm formulas.
+``depth_explorer()`` draws the statistics of the depth experiment
+(:mod:`transformer_lib.demos.sublayer_stack`) at initialisation, for five wirings;
+``layer_norm_explorer()`` shows one vector through both LayerNorm formulas;
+``draw_norm_axes`` which values LayerNorm and BatchNorm average over.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import matplotlib.patches as mpatches
 import numpy as np
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 import transformer_lib as tl
 
-from .explorer import Explorer
+from ..demos.sublayer_stack import DEPTHS, VARIANTS, depth_profiles
+from .figures import LiveFigure
+from .interactive import Explorer
 
-# How each sublayer F is wired into the stream x (eq. residual, add-norm, pre-ln).
-VARIANTS = {
-    "plain": "x ← F(x)",
-    "LN only": "x ← LN(F(x))",
-    "residual": "x ← x + F(x)",
-    "Post-LN": "x ← LN(x + F(x))",
-    "Pre-LN": "x ← x + F(LN(x))",
-}
 COLORS = {
     "plain": "#7f7f7f",
     "LN only": "#9467bd",
@@ -37,101 +26,6 @@ COLORS = {
     "Post-LN": "#1f77b4",
     "Pre-LN": "#2ca02c",
 }
-D_MODEL = 32
-
-
-class SublayerStack(nn.Module):
-    """``depth`` FeedForward sublayers (d_ff = 2 d_model) wired as ``variant``, then a linear read-out.
-
-    Pre-LN ends with a final LayerNorm before the read-out, as Pre-LN Transformers do.
-    """
-
-    def __init__(self, d_model: int, depth: int, variant: str) -> None:
-        super().__init__()
-        if variant not in VARIANTS:
-            raise ValueError(
-                f"variant must be one of {list(VARIANTS)}, got {variant!r}"
-            )
-        self.variant = variant
-        self.sublayers = nn.ModuleList(
-            [tl.FeedForward(d_model, 2 * d_model) for _ in range(depth)]
-        )
-        uses_norm = variant in ("LN only", "Post-LN", "Pre-LN")
-        self.norms = nn.ModuleList(
-            [
-                tl.LayerNorm(d_model) if uses_norm else nn.Identity()
-                for _ in range(depth)
-            ]
-        )
-        self.final_norm = (
-            tl.LayerNorm(d_model) if variant == "Pre-LN" else nn.Identity()
-        )
-        self.readout = nn.Linear(d_model, d_model)
-
-    def step(self, x: torch.Tensor, l: int) -> torch.Tensor:
-        """One sublayer l applied to the stream x (..., d_model), wired as ``self.variant``."""
-        f, ln, v = self.sublayers[l], self.norms[l], self.variant
-        if v == "plain":
-            return f(x)
-        if v == "LN only":
-            return ln(f(x))
-        if v == "residual":
-            return x + f(x)  # eq. residual
-        if v == "Post-LN":
-            return ln(x + f(x))  # eq. add-norm
-        return x + f(ln(x))  # eq. pre-ln
-
-    def forward(
-        self, x: torch.Tensor, trace: list | None = None, skip: int | None = None
-    ) -> torch.Tensor:
-        """x (..., d_model) -> prediction (..., d_model). ``trace`` collects the stream after every
-        sublayer; ``skip`` leaves sublayer number ``skip`` out (the stream passes it unchanged)."""
-        for l in range(len(self.sublayers)):
-            if l != skip:
-                x = self.step(x, l)
-            if trace is not None:
-                trace.append(x.detach())
-        return self.readout(self.final_norm(x))
-
-
-def teacher_task(
-    n: int, d_model: int = D_MODEL, seed: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """n inputs x ~ N(0, I) and targets y = 2 tanh(x A) B from a fixed random teacher (A, B)."""
-    g = torch.Generator().manual_seed(1234)  # the teacher is the same for every call
-    A = torch.randn(d_model, 2 * d_model, generator=g) / d_model**0.5
-    B = torch.randn(2 * d_model, d_model, generator=g) / (2 * d_model) ** 0.5
-    x = torch.randn(n, d_model, generator=torch.Generator().manual_seed(seed))
-    return x, 2 * torch.tanh(x @ A) @ B
-
-
-def init_statistics(
-    depth: int, variant: str, x: torch.Tensor, y: torch.Tensor, seed: int = 0
-) -> dict:
-    """A fresh stack's gradient norm per sublayer, stream norm per depth and input similarity per depth."""
-    torch.manual_seed(seed)
-    model = SublayerStack(x.size(-1), depth, variant)
-    trace = [x]
-    F.mse_loss(model(x, trace), y).backward()
-    grad = [
-        torch.sqrt(sum(p.grad.pow(2).sum() for p in s.parameters())).item()
-        for s in model.sublayers
-    ]
-    act = [
-        h.norm(dim=-1).mean().item() for h in trace
-    ]  # ||x_l|| averaged over the batch
-    sim = []
-    for (
-        h
-    ) in trace:  # mean cosine similarity between the streams of two different inputs
-        u = F.normalize(h, dim=-1)  # (n, d_model), unit rows
-        c = u @ u.T  # (n, n)
-        n = c.size(0)
-        sim.append(((c.sum() - c.diagonal().sum()) / (n * (n - 1))).item())
-    return {"grad": np.array(grad), "act": np.array(act), "sim": np.array(sim)}
-
-
-DEPTHS = [4, 8, 16, 24]
 MEASURES = [
     "gradient norm per sublayer",
     "stream norm ‖xₗ‖",
@@ -139,65 +33,68 @@ MEASURES = [
 ]
 
 
-@lru_cache(maxsize=1)
-def depth_profiles() -> dict:
-    """init_statistics for every depth in DEPTHS and every variant (computed once, about 0.3 s)."""
-    x, y = teacher_task(64, seed=99)
-    return {(L, v): init_statistics(L, v, x, y) for L in DEPTHS for v in VARIANTS}
+_MEASURE_KEYS = {MEASURES[0]: "grad", MEASURES[1]: "act", MEASURES[2]: "sim"}
 
 
-def draw_depth(
-    fig, depth: int = 16, measure: str = MEASURES[0], profiles: dict | None = None
-) -> None:
-    """One measure against depth for the five wirings of the same freshly initialised stack."""
-    profiles = depth_profiles() if profiles is None else profiles
-    ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.12, right=0.97, bottom=0.13, top=0.9)
-    key = {MEASURES[0]: "grad", MEASURES[1]: "act", MEASURES[2]: "sim"}[measure]
-    for v in VARIANTS:
-        vals = profiles[(depth, v)][key]
-        start = (
-            1 if key == "grad" else 0
-        )  # gradients belong to sublayers 1..L, streams to depths 0..L
-        ax.plot(
-            np.arange(start, start + len(vals)),
-            vals,
-            "o-",
-            ms=3,
-            color=COLORS[v],
-            label=f"{v}:  {VARIANTS[v]}",
-        )
-    if key == "grad":
-        ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(numticks=7))
-        ax.yaxis.set_major_formatter(
-            FuncFormatter(lambda v, _: f"{v:.0e}")
-        )  # plain text: no mathtext, faster
-        ax.yaxis.set_minor_locator(
-            NullLocator()
-        )  # no minor ticks: each tick costs drawing time
-        ax.set_ylabel("‖∂loss/∂θ‖ of the sublayer")
-        ax.set_xlabel("sublayer l (1 = next to the input)")
-    elif key == "act":
-        ax.set_ylabel("mean ‖xₗ‖ over a batch")
-        ax.set_xlabel("depth l (0 = the input)")
-        ax.set_ylim(0, None)
-    else:
-        ax.set_ylabel("mean cos(xₗ of input a, xₗ of input b)")
-        ax.set_xlabel("depth l (0 = the input)")
-        ax.set_ylim(-0.1, 1.05)
-    ax.set_title(
-        f"{depth} sublayers at initialisation: {measure}", fontsize=10, y=1.01
-    )  # fixed y: faster
-    ax.legend(fontsize=8, loc="upper left" if key == "sim" else "lower right")
-    ax.grid(alpha=0.3)
+class DepthFigure(LiveFigure):
+    """One measure against depth for the five wirings of the same freshly initialised
+    stack (the statistics of ``depth_profiles()``, computed once)."""
+
+    def __init__(self, fig, profiles: dict | None = None) -> None:
+        super().__init__(fig)
+        self.profiles = depth_profiles() if profiles is None else profiles
+        ax = self.ax = fig.add_subplot()
+        fig.subplots_adjust(left=0.12, right=0.97, bottom=0.13, top=0.9)
+        self.lines = {
+            v: ax.plot([], [], "o-", ms=3, color=COLORS[v], label=f"{v}:  {w}")[0]
+            for v, w in VARIANTS.items()
+        }
+        ax.grid(alpha=0.3)
+        ax.set_title(" ", fontsize=10, y=1.01)  # fixed y: faster
+        self.live(*self.lines.values(), ax.title)
+        self.legend = self.over(ax.legend(fontsize=8))  # over the lines
+
+    def layout(self, depth: int, measure: str, **_) -> tuple:
+        return depth, measure  # the axes' ranges, scale and labels; the legend
+
+    def update(self, depth: int = 16, measure: str = MEASURES[0]) -> None:
+        key, ax = _MEASURE_KEYS[measure], self.ax
+        # gradients belong to sublayers 1..L, streams to depths 0..L
+        start = 1 if key == "grad" else 0
+        for v, line in self.lines.items():
+            vals = self.profiles[(depth, v)][key]
+            line.set_data(np.arange(start, start + len(vals)), vals)
+        self.legend.set_loc("upper left" if key == "sim" else "lower right")
+        ax.set_yscale("log" if key == "grad" else "linear")
+        values = np.concatenate([self.profiles[(depth, v)][key] for v in VARIANTS])
+        lo, hi = values.min(), values.max()
+        end = start + len(vals) - 1
+        ax.set_xlim(start - 0.05 * (end - start), end + 0.05 * (end - start))
+        if key == "grad":  # 5 % margins, as autoscaling gives, on the log scale
+            ax.set_ylim(lo * (lo / hi) ** 0.05, hi * (hi / lo) ** 0.05)
+            ax.yaxis.set_major_locator(LogLocator(numticks=7))
+            # plain text (no mathtext) and no minor ticks: both faster to draw
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0e}"))
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.set_ylabel("‖∂loss/∂θ‖ of the sublayer")
+            ax.set_xlabel("sublayer l (1 = next to the input)")
+        elif key == "act":
+            ax.set_ylabel("mean ‖xₗ‖ over a batch")
+            ax.set_xlabel("depth l (0 = the input)")
+            ax.set_ylim(0, hi + 0.05 * (hi - lo))
+        else:
+            ax.set_ylabel("mean cos(xₗ of input a, xₗ of input b)")
+            ax.set_xlabel("depth l (0 = the input)")
+            ax.set_ylim(-0.1, 1.05)
+        ax.title.set_text(f"{depth} sublayers at initialisation: {measure}")
 
 
 def depth_explorer() -> Explorer:
-    """Pick the depth and the measure; the statistics are computed once and only redrawn."""
+    """Pick the depth and the measure; the statistics are computed once and only
+    redrawn."""
     depth_profiles()
     return Explorer(
-        draw_depth,
+        DepthFigure,
         {"depth": DEPTHS, "measure": MEASURES},
         defaults={"depth": 16},
         labels={"depth": "sublayers", "measure": "show"},
@@ -207,63 +104,82 @@ def depth_explorer() -> Explorer:
     )
 
 
-# -- LayerNorm of one vector -----------------------------------------------------------------------
-_RAW = torch.tensor(
-    [-3.0, -1.0, -1.0, 5.0, 2.0, -2.0, 0.5, -0.5], dtype=torch.float64
-)  # sums to 0
-PATTERN = _RAW / _RAW.pow(2).mean().sqrt()  # mean 0, (biased) std exactly 1
+# -- LayerNorm of one vector -----------------------------------------------------------
+_RAW = torch.tensor([-3.0, -1.0, -1.0, 5.0, 2.0, -2.0, 0.5, -0.5], dtype=torch.float64)
+# _RAW sums to 0: PATTERN has mean 0 and (biased) std exactly 1
+PATTERN = _RAW / _RAW.pow(2).mean().sqrt()
 SPREADS = [1e-4, 1e-3, 1e-2, 1.0]
 EPSILONS = [1e-5, 1e-2]
 AFFINES = {"γ = 1, β = 0": (1.0, 0.0), "γ = 2, β = 1": (2.0, 1.0)}
 
 
-def draw_layer_norm(
-    fig, spread: float = 1.0, eps: float = 1e-5, affine: str = "γ = 1, β = 0"
-) -> None:
-    """z = 4 + spread * PATTERN through PyTorch's LayerNorm formula (bars) and the article's (dots);
-    the dashed outlines are gamma * PATTERN + beta, the exact standardisation that both approach."""
-    g, b = AFFINES[affine]
-    z = 4.0 + spread * PATTERN  # float64: the offset 4 costs no precision
-    gamma, beta = torch.full_like(z, g), torch.full_like(z, b)
-    ours = tl.layer_norm(z, gamma, beta, eps).numpy()
-    article = tl.layer_norm_article(z, gamma, beta, eps).numpy()
-    ideal = (g * PATTERN + b).numpy()
-    ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.85)
-    idx = np.arange(len(z))
-    ax.bar(
-        idx,
-        ideal - b,
-        bottom=b,
-        width=0.8,
-        fill=False,
-        edgecolor="#888888",
-        ls="--",
-        lw=0.8,
-        label="γ(z−μ)/σ + β  (no ε)",
-    )
-    ax.bar(
-        idx, ours - b, bottom=b, width=0.55, color="#1f77b4", label="PyTorch: √(σ²+ε)"
-    )
-    ax.plot(idx, article, "o", color="#d62728", ms=6, label="article: σ+ε")
-    ax.axhline(b, color="k", lw=0.8, ls=":")
-    ax.set_ylim(-3.4 * g + b, 3.4 * g + b)
-    ax.set_xticks(idx)
-    ax.set_xlabel("feature j of z = 4 + σ · (a fixed pattern with mean 0 and std 1)")
-    ax.set_ylabel("LN(z)ⱼ")
-    ax.set_title(
-        f"spread σ = {spread:g}, ε = {eps:g}, {affine}\n"
-        f"std of the normalised vector: PyTorch {ours.std() / g:.3f}, article {article.std() / g:.3f}",
-        fontsize=9,
-        y=1.01,
-    )
-    ax.legend(fontsize=8, loc="upper left", ncol=3, frameon=False)
+class LayerNormFigure(LiveFigure):
+    """z = 4 + spread * PATTERN through PyTorch's LayerNorm formula (bars) and the
+    article's (dots); the dashed outlines are gamma * PATTERN + beta, the exact
+    standardisation that both approach."""
+
+    def __init__(self, fig) -> None:
+        super().__init__(fig)
+        ax = self.ax = fig.add_subplot()
+        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.85)
+        idx = np.arange(len(PATTERN))
+        ones = np.ones(len(idx))
+        self.ideal = ax.bar(
+            idx,
+            ones,
+            width=0.8,
+            fill=False,
+            edgecolor="#888888",
+            ls="--",
+            lw=0.8,
+            label="γ(z−μ)/σ + β  (no ε)",
+        )
+        self.ours = ax.bar(
+            idx, ones, width=0.55, color="#1f77b4", label="PyTorch: √(σ²+ε)"
+        )
+        self.article = ax.plot(idx, ones, "o", color="#d62728", ms=6)[0]
+        self.article.set_label("article: σ+ε")
+        self.level = ax.axhline(0, color="k", lw=0.8, ls=":")
+        ax.set_xticks(idx)
+        ax.set_xlabel(
+            "feature j of z = 4 + σ · (a fixed pattern with mean 0 and std 1)"
+        )
+        ax.set_ylabel("LN(z)ⱼ")
+        ax.set_title(" ", fontsize=9, y=1.01)
+        legend = ax.legend(fontsize=8, loc="upper left", ncol=3, frameon=False)
+        self.live(*self.ideal, *self.ours, self.article, self.level, ax.title)
+        self.over(legend)  # over the bars
+
+    def layout(self, affine: str, **_) -> str:
+        return affine  # the y range
+
+    def update(
+        self, spread: float = 1.0, eps: float = 1e-5, affine: str = "γ = 1, β = 0"
+    ) -> None:
+        g, b = AFFINES[affine]
+        z = 4.0 + spread * PATTERN  # float64: the offset 4 costs no precision
+        gamma, beta = torch.full_like(z, g), torch.full_like(z, b)
+        ours = tl.layer_norm(z, gamma, beta, eps).numpy()
+        article = tl.layer_norm_article(z, gamma, beta, eps).numpy()
+        ideal = (g * PATTERN + b).numpy()
+        for bars, top in ((self.ideal, ideal), (self.ours, ours)):
+            for bar, y in zip(bars, top, strict=True):
+                bar.set_y(b)
+                bar.set_height(y - b)
+        self.article.set_ydata(article)
+        self.level.set_ydata([b, b])
+        self.ax.set_ylim(-3.4 * g + b, 3.4 * g + b)
+        self.ax.title.set_text(
+            f"spread σ = {spread:g}, ε = {eps:g}, {affine}\n"
+            f"std of the normalised vector: PyTorch {ours.std() / g:.3f},"
+            f" article {article.std() / g:.3f}"
+        )
 
 
 def layer_norm_explorer() -> Explorer:
     """Shrink the spread of z towards sqrt(eps) and watch the two formulas part ways."""
     return Explorer(
-        draw_layer_norm,
+        LayerNormFigure,
         {"spread": SPREADS, "eps": EPSILONS, "affine": list(AFFINES)},
         defaults={"spread": 1.0},
         labels={"spread": "spread σ of z", "eps": "ε", "affine": "γ, β"},
@@ -273,18 +189,19 @@ def layer_norm_explorer() -> Explorer:
     )
 
 
-# -- which slice of (B, T, d_model) each norm averages over ----------------------------------------
+# -- which slice of (B, T, d_model) each norm averages over ----------------------------
 def draw_norm_axes(
     fig, B: int = 3, T: int = 5, d: int = 6, pad: tuple = (0, 2, 1)
 ) -> None:
-    """A (B, T, d_model) batch drawn as B grids (rows = positions, columns = features), twice: the
-    values that ONE LayerNorm statistic averages (one token's features) and the values that ONE
-    BatchNorm statistic averages (one feature of every token of every sequence). The last
-    ``pad[b]`` positions of sequence b are padding (hatched)."""
+    """A (B, T, d_model) batch drawn as B grids (rows = positions, columns =
+    features), twice: the values that ONE LayerNorm statistic averages (one token's
+    features) and the values that ONE BatchNorm statistic averages (one feature of
+    every token of every sequence). The last ``pad[b]`` positions of sequence b are
+    padding (hatched)."""
     axes = fig.subplots(2, 1)
     fig.subplots_adjust(left=0.02, right=0.98, bottom=0.02, top=0.93, hspace=0.32)
     gap = 1.5
-    for ax, kind in zip(axes, ("LayerNorm", "BatchNorm")):
+    for ax, kind in zip(axes, ("LayerNorm", "BatchNorm"), strict=True):
         for b in range(B):
             ox = b * (d + gap)
             for t in range(T):

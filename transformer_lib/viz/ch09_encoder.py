@@ -1,99 +1,28 @@
-"""Chapter 9 figures: one sentence through one encoder layer, tensor by tensor.
+"""Chapter 9 figure: one sentence through one encoder layer, tensor by tensor.
 
-``example()`` builds the chapter's sentence and a seeded (untrained) encoder
-layer; ``encoder_steps()`` returns the named tensors X_pos, Z_attn,
-Z_add_norm_1, Z_ffn and Z_encoder_output (eq. x-pos ... enc-out) computed from
-the layer's own submodules, in either LayerNorm placement. ``step_explorer()``
-shows any of them as a (T x d_model) heatmap next to each token's mean and
-standard deviation, for Post-LN and Pre-LN.
+The sentence and the seeded, untrained layer come from
+:mod:`transformer_lib.demos.encoder_example`. ``step_explorer()``
+(:class:`StepFigure`) shows the named tensors X_pos, Z_attn, Z_add_norm_1, Z_ffn and
+Z_encoder_output (eq. x-pos ... enc-out), as the layer records them with ``trace=``,
+each as a (T x d_model) heatmap next to each token's mean and standard deviation, for
+Post-LN and Pre-LN.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
 
+import numpy as np
 import torch
-import torch.nn as nn
 
 import transformer_lib as tl
 
-from .explorer import Explorer, HoverGrid, heatmap
+from ..demos.encoder_example import D_MODEL, Example, example, with_placement
+from .figures import LiveFigure
+from .heatmap import Heatmap
+from .interactive import Explorer
 
-TOKENS = ["the", "cat", "sat", "on", "the", "mat"]
-D_MODEL, N_HEADS, D_FF = 16, 4, 64
 STEPS = ["X_pos", "Z_attn", "Z_add_norm_1", "Z_ffn", "Z_encoder_output"]
-
-
-class Example(NamedTuple):
-    tokens: list[str]  # the sentence, one word per token
-    vocab: list[str]  # distinct words in order of appearance; id = index
-    ids: torch.Tensor  # (1, T) token ids
-    embedding: nn.Embedding  # (len(vocab), d_model): X_emb = embedding(ids)
-    layer: tl.EncoderLayer  # Post-LN, ReLU, untrained, in eval mode
-
-
-def example(seed: int = 0) -> Example:
-    """The sentence, a seeded embedding table and a seeded Post-LN layer.
-
-    The seed is applied inside ``torch.random.fork_rng``: the global RNG
-    is left as it was.
-    """
-    vocab = list(dict.fromkeys(TOKENS))  # ['the', 'cat', 'sat', 'on', 'mat']
-    ids = torch.tensor([[vocab.index(w) for w in TOKENS]])  # (1, T)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        embedding = nn.Embedding(len(vocab), D_MODEL)  # entries ~ N(0, 1)
-        layer = tl.EncoderLayer(D_MODEL, N_HEADS, D_FF)
-    return Example(list(TOKENS), vocab, ids, embedding, layer.eval())
-
-
-def with_placement(layer: tl.EncoderLayer, norm_first: bool) -> tl.EncoderLayer:
-    """The same weights wired as Post-LN (False) or Pre-LN (True)."""
-    mha, ffn = layer.self_attn, layer.ffn
-    with torch.random.fork_rng(devices=[]):  # leave the global RNG alone
-        new = tl.EncoderLayer(
-            mha.d_model,
-            mha.n_heads,
-            ffn.linear1.out_features,
-            norm_first=norm_first,
-            activation=ffn.activation,
-            eps=layer.sub1.norm.eps,
-            n_kv_heads=mha.n_kv_heads,
-        )
-    new = new.to(ffn.linear1.weight.dtype)  # float64 weights stay float64
-    new.load_state_dict(layer.state_dict())  # LN placement is not a weight
-    return new.train(layer.training)
-
-
-def encoder_steps(
-    layer: tl.EncoderLayer, x_pos: torch.Tensor, mask: torch.Tensor | None = None
-) -> dict:
-    """The named tensors of one layer, each (B, T, d_model), and "weights".
-
-    Post-LN (eq. enc-attn ... enc-out): Z_add_norm_1 = LN(X_pos + Z_attn),
-    output = LN(Z_add_norm_1 + Z_ffn). Pre-LN (eq. enc-pre-ln): sublayers
-    read LN(.) of the stream and nothing normalises the sums, so
-    "Z_add_norm_1" is the plain sum X_pos + Z_attn.
-    """
-    if layer.norm_first:
-        a = layer.sub1.norm(x_pos)
-        z_attn, weights = layer.self_attn(a, a, a, mask, need_weights=True)
-        z1 = x_pos + z_attn
-        z_ffn = layer.ffn(layer.sub2.norm(z1))
-        out = z1 + z_ffn
-    else:
-        z_attn, weights = layer.self_attn(x_pos, x_pos, x_pos, mask, need_weights=True)
-        z1 = layer.sub1.norm(x_pos + z_attn)
-        z_ffn = layer.ffn(z1)
-        out = layer.sub2.norm(z1 + z_ffn)
-    return {
-        "X_pos": x_pos,
-        "Z_attn": z_attn,
-        "Z_add_norm_1": z1,
-        "Z_ffn": z_ffn,
-        "Z_encoder_output": out,
-        "weights": weights,
-    }
 
 
 FORMULAS = {
@@ -114,70 +43,58 @@ FORMULAS = {
 }
 
 
-def draw_step(
-    fig, step: str, norm_first: bool, tensors: dict, tokens: list[str]
-) -> HoverGrid:
-    """A named tensor as a heatmap, each row's mean and std at its right."""
-    z = tensors[norm_first][step][0].numpy()  # (T, d_model)
-    T, d = z.shape
-    ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.085, right=0.75, bottom=0.15, top=0.87)
-    grid = heatmap(
-        ax,
-        z,
-        tokens,
-        [str(j) for j in range(d)],
-        row_name="token",
-        col_name="feature",
-        cmap="RdBu_r",
-        vmin=-3,
-        vmax=3,
-        colorbar=False,
-        title=f"{step} = {FORMULAS[norm_first][step]}",
-    )
-    ax.set_xticks(range(0, d, 3))  # fewer ticks: cheaper, still countable
-    cax = fig.add_axes((0.94, 0.15, 0.015, 0.72))
-    fig.colorbar(ax.images[0], cax=cax, ticks=[-3, 0, 3])
-    mean = z.mean(axis=1).round(2) + 0.0  # + 0.0 turns -0.0 into 0.0
-    std = z.std(axis=1)  # biased, as LayerNorm uses
-    ax.text(
-        1.02,
-        1.02,
-        " mean   std",
-        transform=ax.transAxes,
-        fontsize=9.5,
-        va="bottom",
-        family="monospace",
-    )
-    for i in range(T):  # after a LayerNorm: +0.00 and 1.00 (at init)
-        ax.text(
-            1.02,
-            (T - 0.5 - i) / T,
-            f"{mean[i]:+5.2f} {std[i]:5.2f}",
-            transform=ax.transAxes,
-            fontsize=9.5,
-            va="center",
-            family="monospace",
+class StepFigure(LiveFigure):
+    """A named tensor (T, d_model) as a heatmap, each token's mean and standard
+    deviation at its right. ``tensors``: ``{norm_first: named_tensors(...)}``."""
+
+    def __init__(self, fig, tensors: dict, tokens: list[str]) -> None:
+        super().__init__(fig)
+        self.tensors = tensors
+        T, d = tensors[False]["X_pos"][0].shape
+        ax = fig.add_subplot()
+        fig.subplots_adjust(left=0.085, right=0.75, bottom=0.15, top=0.87)
+        self.map = Heatmap(
+            ax,
+            np.zeros((T, d)),
+            tokens,
+            [str(j) for j in range(d)],
+            row_name="token",
+            col_name="feature",
+            cmap="RdBu_r",
+            vmin=-3,
+            vmax=3,
+            colorbar=False,
         )
-    return grid
+        ax.set_xticks(range(0, d, 3))  # fewer ticks: cheaper, still countable
+        cax = fig.add_axes((0.94, 0.15, 0.015, 0.72))
+        fig.colorbar(self.map.image, cax=cax, ticks=[-3, 0, 3])
+        style = dict(transform=ax.transAxes, fontsize=9.5, family="monospace")
+        ax.text(1.02, 1.02, " mean   std", va="bottom", **style)
+        self.stats = [
+            ax.text(1.02, (T - 0.5 - i) / T, "", va="center", **style) for i in range(T)
+        ]
+        self.live(*self.map.artists, *self.stats)
+
+    def update(self, step: str = "Z_add_norm_1", norm_first: bool = False):
+        z = self.tensors[norm_first][step][0].numpy()  # (T, d_model)
+        mean = z.mean(axis=1).round(2) + 0.0  # + 0.0 turns -0.0 into 0.0
+        std = z.std(axis=1)  # biased, as LayerNorm uses
+        for text, m, s in zip(self.stats, mean, std, strict=True):
+            text.set_text(f"{m:+5.2f} {s:5.2f}")  # after a LayerNorm: +0.00, 1.00
+        return self.map.set(z, title=f"{step} = {FORMULAS[norm_first][step]}")
 
 
 def step_explorer(ex: Example | None = None) -> Explorer:
     """Pick a named tensor and the LN placement (5 x 2 = 10 frames)."""
     ex = ex or example()
     pe = tl.sinusoidal_positional_encoding(len(ex.tokens), D_MODEL)
+    tensors = {False: {}, True: {}}  # the layer's named intermediates, per placement
     with torch.no_grad():
         x_pos = ex.embedding(ex.ids) + pe  # (1, T, d_model)
-        tensors = {
-            nf: encoder_steps(with_placement(ex.layer, nf), x_pos)
-            for nf in (False, True)
-        }
-
-    def draw(fig, step, norm_first):
-        return draw_step(fig, step, norm_first, tensors, ex.tokens)
-
+        for norm_first, trace in tensors.items():
+            with_placement(ex.layer, norm_first)(x_pos, trace=trace)
     return Explorer(
-        draw,
+        functools.partial(StepFigure, tensors=tensors, tokens=ex.tokens),
         {"step": STEPS, "norm_first": [False, True]},
         # open on the first Add & Norm, where the two placements visibly differ
         defaults={"step": "Z_add_norm_1"},

@@ -9,12 +9,16 @@ random-weight model.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
 import transformer_lib as tl
 
-from .explorer import Explorer, heatmap
+from .figures import LiveFigure
+from .heatmap import Heatmap, HoverGrid
+from .interactive import Explorer
 
 
 def position_labels(labels: list[str]) -> list[str]:
@@ -23,27 +27,46 @@ def position_labels(labels: list[str]) -> list[str]:
     return [f"{s}{str(i).translate(sub)}" for i, s in enumerate(labels)]
 
 
-def draw_map(
-    fig, weights: np.ndarray, labels: list[str], layer: int, head: int, title: str = ""
-) -> object:
-    """One (T, T) map: weights[layer - 1, head - 1]; labels (T,) token names."""
-    w = np.asarray(weights[layer - 1, head - 1], dtype=float)
-    T = w.shape[0]
-    ax = fig.add_axes((0.15, 0.17, 0.62, 0.7))
-    future = np.triu(np.ones((T, T), dtype=bool), k=1)
-    grid = heatmap(
-        ax,
-        np.where(future, np.nan, w),
-        labels,
-        labels,
-        row_name="query: position reading (predicts the next token)",
-        col_name="key",
-        masked=future,
-        annotate="rowmax",
-        colorbar="light",
-        title=f"layer {layer}, head {head}" + (f": {title}" if title else ""),
-    )
-    return grid
+class AttentionFigure(LiveFigure):
+    """One (T, T) causal map: ``weights[problem][layer - 1, head - 1]``, the future
+    hatched, each row's largest weight printed. ``labels[problem]``: its T token
+    labels (they change with the problem: a new layout)."""
+
+    def __init__(self, fig, weights: dict, labels: dict) -> None:
+        super().__init__(fig)
+        self.weights, self.labels = weights, labels
+        first = next(iter(weights))
+        T = np.asarray(weights[first]).shape[-1]
+        self.future = np.triu(np.ones((T, T), dtype=bool), k=1)
+        ax = fig.add_axes((0.15, 0.17, 0.62, 0.7))
+        self.map = Heatmap(
+            ax,
+            np.zeros((T, T)),
+            labels[first],
+            labels[first],
+            row_name="query: position reading (predicts the next token)",
+            col_name="key",
+            masked=self.future,
+            annotate="rowmax",
+            colorbar="light",
+        )
+        self.shown = first
+        self.live(*self.map.artists)
+
+    def update(self, problem: str, layer: int = 1, head: int = 1) -> HoverGrid:
+        if problem != self.shown:  # tick labels: part of the layout
+            T = self.future.shape[0]
+            self.map.set_labels(self.labels[problem], self.labels[problem], (T, T))
+            self.shown = problem
+        w = np.asarray(self.weights[problem][layer - 1, head - 1], dtype=float)
+        return self.map.set(
+            np.where(self.future, np.nan, w),
+            masked=self.future,
+            title=f"layer {layer}, head {head}",
+        )
+
+    def layout(self, problem: str, **_) -> str:
+        return problem
 
 
 def attention_explorer(
@@ -55,11 +78,9 @@ def attention_explorer(
     if weights is None:
         weights, labels = _random_model_maps()
     problems = list(weights)
-    n_layers, n_heads = weights[problems[0]].shape[:2]
+    n_layers, n_heads = np.asarray(weights[problems[0]]).shape[:2]
     return Explorer(
-        lambda fig, problem, layer, head: draw_map(
-            fig, weights[problem], labels[problem], layer, head
-        ),
+        functools.partial(AttentionFigure, weights=weights, labels=labels),
         {
             "problem": problems,
             "layer": list(range(1, n_layers + 1)),

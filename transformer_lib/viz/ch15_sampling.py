@@ -9,6 +9,7 @@ word after "The cat sat on the" (made up for the picture, not from a trained mod
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -16,7 +17,8 @@ import torch
 
 import transformer_lib as tl
 
-from .explorer import Explorer
+from .figures import LiveFigure
+from .interactive import Explorer
 
 # illustrative logits for the word after "The cat sat on the" (not a trained model)
 EXAMPLE = {
@@ -48,45 +50,57 @@ def entropy(p: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def draw_distribution(
-    fig,
-    logits: torch.Tensor,
-    labels: list[str],
-    temperature: float = 1.0,
-    top_k: int | str = "all",
-    top_p: float = 1.0,
-) -> None:
-    """Bars: softmax(z) (grey outline) and next_token_probs (filled; x: dropped)."""
-    k = None if top_k == "all" else int(top_k)
-    p = None if top_p >= 1.0 else float(top_p)
-    model = torch.softmax(logits.double(), -1).numpy()
-    q = tl.next_token_probs(logits.double(), temperature=temperature, top_k=k, top_p=p)
-    q = q.numpy()
-    V = len(labels)
-    ax = fig.add_axes((0.09, 0.3, 0.88, 0.56))
-    x = np.arange(V)
-    kept = q > 0
-    ax.bar(x, q, width=0.75, color=np.where(kept, "#1f77b4", "#dddddd"))
-    ax.bar(x, model, width=0.75, fill=False, edgecolor="#444444", lw=0.9)
-    ax.plot(x[~kept], np.zeros((~kept).sum()) + 0.01, "x", color="#d62728", ms=6)
-    ax.set_xticks(x, labels, rotation=50, ha="right", fontsize=8)
-    ax.set_xlim(-0.6, V - 0.4)
-    ax.set_ylim(0, 1.0)
-    ax.set_ylabel("probability")
-    n_kept = int(kept.sum())
-    ax.set_title(
-        f"kept {n_kept} of {V} tokens; entropy {entropy(q):.2f} nats "
-        f"(the model's: {entropy(model):.2f}; uniform: {math.log(V):.2f})",
-        fontsize=9,
-    )
-    fig.text(
-        0.55,
-        0.8,
-        "outline: softmax(z), the model\nfilled: the distribution sampled from\n"
-        "x: dropped by top-k / top-p",
-        fontsize=8,
-        va="top",
-    )
+class DistributionFigure(LiveFigure):
+    """Bars over the vocabulary: softmax(z), the model's distribution (outline, fixed),
+    and ``tl.next_token_probs`` for the chosen temperature, top-k and top-p (filled;
+    grey and marked x where a token is dropped), with the entropies in the title."""
+
+    def __init__(self, fig, logits: torch.Tensor, labels: list[str]) -> None:
+        super().__init__(fig)
+        self.logits = logits.double()
+        self.model = torch.softmax(self.logits, -1).numpy()
+        V = len(labels)
+        ax = fig.add_axes((0.09, 0.3, 0.88, 0.56))
+        x = np.arange(V)
+        self.bars = ax.bar(x, self.model, width=0.75, color="#1f77b4")
+        outline = ax.bar(x, self.model, width=0.75, fill=False, edgecolor="#444444")
+        for bar in outline:
+            bar.set_linewidth(0.9)
+        (self.dropped,) = ax.plot([], [], "x", color="#d62728", ms=6)
+        ax.set_xticks(x, labels, rotation=50, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, V - 0.4)
+        ax.set_ylim(0, 1.0)
+        ax.set_ylabel("probability")
+        self.title = ax.set_title(" ", fontsize=9)
+        fig.text(
+            0.55,
+            0.8,
+            "outline: softmax(z), the model\nfilled: the distribution sampled from\n"
+            "x: dropped by top-k / top-p",
+            fontsize=8,
+            va="top",
+        )
+        # the model's outline lies over the changing bars, the x marks over both
+        self.live(*self.bars, *outline, self.dropped, self.title)
+
+    def update(
+        self, temperature: float = 1.0, top_k: int | str = "all", top_p: float = 1.0
+    ) -> None:
+        k = None if top_k == "all" else int(top_k)
+        p = None if top_p >= 1.0 else float(top_p)
+        q = tl.next_token_probs(
+            self.logits, temperature=temperature, top_k=k, top_p=p
+        ).numpy()
+        kept = q > 0
+        for bar, height, keep in zip(self.bars, q, kept, strict=True):
+            bar.set_height(height)
+            bar.set_color("#1f77b4" if keep else "#dddddd")
+        x = np.arange(len(q))
+        self.dropped.set_data(x[~kept], np.full((~kept).sum(), 0.01))
+        self.title.set_text(
+            f"kept {int(kept.sum())} of {len(q)} tokens; entropy {entropy(q):.2f} nats "
+            f"(the model's: {entropy(self.model):.2f}; uniform: {math.log(len(q)):.2f})"
+        )
 
 
 def sampling_explorer(
@@ -97,7 +111,7 @@ def sampling_explorer(
         labels = list(EXAMPLE)
         logits = torch.tensor(list(EXAMPLE.values()), dtype=torch.float64)
     return Explorer(
-        lambda fig, **v: draw_distribution(fig, logits, labels, **v),
+        functools.partial(DistributionFigure, logits=logits, labels=labels),
         {"temperature": TEMPERATURES, "top_k": TOP_KS, "top_p": TOP_PS},
         defaults={"temperature": 1.0},
         labels={

@@ -16,7 +16,9 @@ import torch
 
 import transformer_lib as tl
 
-from .explorer import Explorer, heatmap
+from .figures import LiveFigure
+from .heatmap import Heatmap, HoverGrid
+from .interactive import Explorer
 
 # -- RoPE as a matrix ------------------------------------------------------------------
 ROPE_D = 8  # 4 pairs: small enough to read every cell
@@ -40,58 +42,79 @@ def rope_matrix(m: int, layout: str, d: int = ROPE_D, base: float = ROPE_BASE):
     return rotated[:, 0, :].T.numpy()  # (d, d): column j = RoPE(e_j, m)
 
 
-def draw_rope_matrix(fig, view: str = "interleaved", m: int = 1) -> object:
-    """One view of R(m): see the module docstring."""
-    # half-layout feature inv[a] is interleaved feature a: pair (2i, 2i+1) -> (i, i+d/2)
-    inv = np.argsort(tl.rope_permutation(ROPE_D).numpy())
-    if view == "half, reordered by perm":
-        R = rope_matrix(m, "half")[np.ix_(inv, inv)]  # the half matrix, reordered
-        names = [str(j) for j in inv]
-    else:
-        R = rope_matrix(m, view)
-        names = [str(j) for j in range(ROPE_D)]
-    inter = rope_matrix(m, "interleaved")
-    ax = fig.add_axes((0.13, 0.14, 0.6, 0.68))
-    grid = heatmap(
-        ax,
-        R,
-        names,
-        names,
-        cmap="RdBu_r",
-        vmin=-1.0,
-        vmax=1.0,
-        row_name=f"output feature ({'half' if view != 'interleaved' else view} layout)",
-        col_name=f"input feature ({'half' if view != 'interleaved' else view} layout)",
-        colorbar=False,
-    )
-    for (i, j), v in np.ndenumerate(R):  # print the non-zero cells only
-        if abs(v) > 1e-12:
-            colour = "white" if abs(v) > 0.6 else "black"
-            ax.text(
-                j, i, f"{v:.2f}", ha="center", va="center", fontsize=8, color=colour
-            )
-    pairs = (
-        [(2 * i, 2 * i + 1) for i in range(ROPE_D // 2)]
-        if view == "interleaved"
-        else [(i, i + ROPE_D // 2) for i in range(ROPE_D // 2)]
-    )
-    note = ", ".join(f"({a}, {b})" for a, b in pairs)
-    if view == "half, reordered by perm":
-        gap = np.abs(R - inter).max()
-        text = (
-            f"the half layout's features\nin the order\n({', '.join(names)})\n"
-            f"max |this - interleaved|\n= {gap:.1g}: the same matrix"
+class RopeMatrixFigure(LiveFigure):
+    """One view of R(m) (d = 8): interleaved, half, or half with its features
+    reordered by the inverse of ``tl.rope_permutation``; the non-zero entries printed.
+    The view sets the tick labels: it is the layout."""
+
+    def __init__(self, fig) -> None:
+        super().__init__(fig)
+        ax = fig.add_axes((0.13, 0.14, 0.6, 0.68))
+        self.map = Heatmap(
+            ax,
+            np.zeros((ROPE_D, ROPE_D)),
+            cmap="RdBu_r",
+            vmin=-1.0,
+            vmax=1.0,
+            colorbar=False,
         )
-    else:
-        text = f"pairs that rotate together:\n{note}"
-    fig.text(0.76, 0.5, text, fontsize=8, va="center", wrap=True)
-    fig.suptitle(
-        f"RoPE at position m = {m} as a matrix ({view}; d = {ROPE_D}, "
-        f"base = {ROPE_BASE:g})",
-        fontsize=10,
-        y=0.95,
-    )
-    return grid
+        self.texts = [
+            ax.text(j, i, "", ha="center", va="center", fontsize=8)
+            for i in range(ROPE_D)
+            for j in range(ROPE_D)
+        ]
+        self.note = fig.text(0.76, 0.5, " ", fontsize=8, va="center")
+        self.title = fig.suptitle(" ", fontsize=10, y=0.95)
+        self.view = None
+        self.live(*self.map.artists, *self.texts, self.note, self.title)
+
+    def update(self, view: str = "interleaved", m: int = 1) -> HoverGrid:
+        # half-layout feature inv[a] is interleaved feature a: (2i, 2i+1) -> (i, i+d/2)
+        inv = np.argsort(tl.rope_permutation(ROPE_D).numpy())
+        reordered = view == "half, reordered by perm"
+        R = (
+            rope_matrix(m, "half")[np.ix_(inv, inv)]
+            if reordered
+            else rope_matrix(m, view)
+        )
+        if view != self.view:  # the tick labels and axis names: the layout
+            names = [str(j) for j in (inv if reordered else range(ROPE_D))]
+            self.map.set_labels(names, names, (ROPE_D, ROPE_D))
+            kind = "interleaved" if view == "interleaved" else "half"
+            self.map.ax.set_ylabel(f"output feature ({kind} layout)")
+            self.map.ax.set_xlabel(f"input feature ({kind} layout)")
+            self.map.row_name = f"output feature ({kind} layout)"
+            self.map.col_name = f"input feature ({kind} layout)"
+            self.view = view
+        for text, v in zip(self.texts, R.flatten(), strict=True):
+            text.set_visible(bool(abs(v) > 1e-12))  # print the non-zero cells only
+            text.set_text(f"{v:.2f}")
+            text.set_color("white" if abs(v) > 0.6 else "black")
+        if reordered:
+            order = ", ".join(str(j) for j in inv)
+            gap = np.abs(R - rope_matrix(m, "interleaved")).max()
+            self.note.set_text(
+                f"the half layout's features\nin the order\n({order})\n"
+                f"max |this - interleaved|\n= {gap:.1g}: the same matrix"
+            )
+        else:
+            half = ROPE_D // 2
+            pairs = (
+                [(2 * i, 2 * i + 1) for i in range(half)]
+                if view == "interleaved"
+                else [(i, i + half) for i in range(half)]
+            )
+            self.note.set_text(
+                "pairs that rotate together:\n" + ", ".join(map(str, pairs))
+            )
+        self.title.set_text(
+            f"RoPE at position m = {m} as a matrix ({view}; d = {ROPE_D},"
+            f" base = {ROPE_BASE:g})"
+        )
+        return self.map.set(R)
+
+    def layout(self, view: str = "interleaved", **_) -> str:
+        return view
 
 
 def rope_layout_explorer() -> Explorer:
@@ -100,7 +123,7 @@ def rope_layout_explorer() -> Explorer:
         for layout in tl.positional.ROPE_LAYOUTS:
             rope_matrix(m, layout)  # compute once; a redraw only plots
     return Explorer(
-        draw_rope_matrix,
+        RopeMatrixFigure,
         {"view": ROPE_VIEWS, "m": ROPE_POSITIONS},
         defaults={"m": 2},
         labels={"view": "layout", "m": "position $m$"},
@@ -137,35 +160,52 @@ def norm_outputs(shift: float, scale: float) -> dict[str, np.ndarray]:
     }
 
 
-def draw_norms(fig, shift: float = 0.0, scale: float = 1.0) -> None:
-    """Three bar charts: the input vector, its LayerNorm, its RMSNorm."""
-    out = norm_outputs(shift, scale)
-    axes = fig.subplots(1, 3, sharex=True)
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.78, wspace=0.35)
-    colours = {"input": "#7f7f7f", "LayerNorm": "#1f77b4", "RMSNorm": "#d62728"}
-    j = np.arange(NORM_D)
-    for ax, (name, v) in zip(axes, out.items(), strict=True):
-        ax.bar(j, v, color=colours[name], width=0.8)
-        ax.axhline(0, color="black", lw=0.6)
-        lim = 4.0 if name != "input" else max(4.0, 1.1 * np.abs(v).max())
-        ax.set_ylim(-lim, lim)
-        ax.set_xticks([0, NORM_D - 1])
-        ax.set_xlabel("feature")
-        ax.set_title(
-            f"{name}\nmean {v.mean():+.2f}, RMS {np.sqrt((v**2).mean()):.2f}",
-            fontsize=9,
+class NormFigure(LiveFigure):
+    """Three bar charts: the input scale * (z + shift), its LayerNorm, its RMSNorm.
+    The input's axis range follows the scale: the scale is the layout."""
+
+    COLOURS = {"input": "#7f7f7f", "LayerNorm": "#1f77b4", "RMSNorm": "#d62728"}
+
+    def __init__(self, fig) -> None:
+        super().__init__(fig)
+        axes = fig.subplots(1, 3, sharex=False)
+        fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.78, wspace=0.35)
+        j = np.arange(NORM_D)
+        self.axes, self.bars, self.titles = {}, {}, {}
+        for ax, name in zip(axes, self.COLOURS, strict=True):
+            self.bars[name] = ax.bar(j, np.zeros(NORM_D), color=self.COLOURS[name])
+            self.over(ax.axhline(0, color="black", lw=0.6))  # over the bars
+            ax.set_ylim(-4.0, 4.0)
+            ax.set_xticks([0, NORM_D - 1])
+            ax.set_xlabel("feature")
+            self.titles[name] = ax.set_title(" ", fontsize=9)
+            self.axes[name] = ax
+            self.live(*self.bars[name], self.titles[name])
+        self.suptitle = fig.suptitle(" ", fontsize=10, y=0.97)
+        self.live(self.suptitle)
+
+    def update(self, shift: float = 0.0, scale: float = 1.0) -> None:
+        out = norm_outputs(shift, scale)
+        lim = max(4.0, 1.1 * scale * (np.abs(_base_vector()).max() + max(SHIFTS)))
+        self.axes["input"].set_ylim(-lim, lim)
+        for name, v in out.items():
+            for bar, height in zip(self.bars[name], v, strict=True):
+                bar.set_height(height)
+            self.titles[name].set_text(
+                f"{name}\nmean {v.mean():+.2f}, RMS {np.sqrt((v**2).mean()):.2f}"
+            )
+        self.suptitle.set_text(
+            f"input = {scale:g} · (z + {shift:g}), z centred with RMS 1"
         )
-    fig.suptitle(
-        f"input = {scale:g} · (z + {shift:g}), z centred with RMS 1",
-        fontsize=10,
-        y=0.97,
-    )
+
+    def layout(self, scale: float = 1.0, **_) -> float:
+        return scale
 
 
 def norm_explorer() -> Explorer:
     """Controls: a shift added to every feature, and a common scale."""
     return Explorer(
-        draw_norms,
+        NormFigure,
         {"shift": SHIFTS, "scale": SCALES},
         defaults={"shift": 0.0, "scale": 1.0},
         labels={"shift": "shift $c$", "scale": "scale $s$"},

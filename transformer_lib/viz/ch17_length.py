@@ -9,12 +9,16 @@ nothing; the chapter passes its trained ones.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
 import transformer_lib as tl
 
-from .explorer import Explorer, heatmap
+from .figures import LiveFigure
+from .heatmap import Heatmap
+from .interactive import Explorer
 
 KINDS = ("learned", "sinusoidal", "rope", "none")
 COLOURS = {
@@ -25,53 +29,65 @@ COLOURS = {
 }
 
 
-def draw_extrapolation(
-    fig,
-    maps: dict,
-    accuracy: dict,
-    L: int,
-    positions: str = "rope",
-    layer: int = 1,
-    head: int = 1,
-) -> object:
-    """Top: attention weights (T, T) of one head at test length T = 2L; bottom: accuracy
-    of the next-token prediction at every position, per kind of positions."""
-    w = np.asarray(maps[positions][layer - 1][head - 1], dtype=float)  # (T, T)
-    T = w.shape[0]
-    ax = fig.add_axes((0.1, 0.42, 0.62, 0.5))
-    cax = fig.add_axes((0.74, 0.42, 0.02, 0.5))
-    labels = [str(i) if i % 8 == 0 else "" for i in range(T)]
-    grid = heatmap(
-        ax,
-        w,
-        labels,
-        labels,
-        row_name="query position",
-        col_name="",
-        colorbar=False,
-        vmax=max(float(np.nanmax(w)), 1e-9),
-    )
-    fig.colorbar(ax.images[0], cax=cax)
-    for line in (ax.axvline, ax.axhline):
-        line(L - 0.5, color="#d62728", lw=1.2, ls="--")
-    ax.set_xticks(range(0, T, 8), [str(i) for i in range(0, T, 8)], rotation=0)
-    ax.set_title(
-        f"{positions}: layer {layer}, head {head} on a sequence of {T} = 2L tokens",
-        fontsize=9,
-    )
-    ax2 = fig.add_axes((0.1, 0.08, 0.62, 0.24))
-    for kind, acc in accuracy.items():
-        acc = np.asarray(acc, dtype=float)
-        style = dict(lw=2.2) if kind == positions else dict(lw=0.9, alpha=0.6)
-        ax2.plot(np.arange(len(acc)), acc, color=COLOURS[kind], label=kind, **style)
-    ax2.axvline(L - 0.5, color="#d62728", lw=1.2, ls="--")
-    ax2.set(xlim=(-0.5, T - 0.5), ylim=(-0.02, 1.05), xlabel="position")
-    ax2.set_ylabel("accuracy", fontsize=8)
-    ax2.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    fig.text(
-        0.82, 0.9, f"dashed line:\nL = {L}, the\ntraining length", fontsize=8, va="top"
-    )
-    return grid
+class ExtrapolationFigure(LiveFigure):
+    """Top: the attention weights (T, T) of one head at the test length T = 2L, the
+    training length L dashed; bottom: every kind's accuracy at each position, the
+    chosen kind's line drawn thick. ``maps[kind]``: (layers, heads, T, T);
+    ``accuracy[kind]``: (T,) or shorter."""
+
+    def __init__(self, fig, maps: dict, accuracy: dict, L: int) -> None:
+        super().__init__(fig)
+        self.maps, self.L = maps, L
+        T = np.asarray(next(iter(maps.values()))).shape[-1]
+        ax = fig.add_axes((0.1, 0.42, 0.62, 0.5))
+        cax = fig.add_axes((0.74, 0.42, 0.02, 0.5))
+        labels = [str(i) if i % 8 == 0 else "" for i in range(T)]
+        self.map = Heatmap(
+            ax,
+            np.zeros((T, T)),
+            labels,
+            labels,
+            row_name="query position",
+            col_name="",
+            colorbar=False,
+        )
+        ax.set_xticks(range(0, T, 8), [str(i) for i in range(0, T, 8)], rotation=0)
+        fig.colorbar(self.map.image, cax=cax)
+        for line in (ax.axvline, ax.axhline):
+            self.over(line(L - 0.5, color="#d62728", lw=1.2, ls="--"))
+        ax2 = fig.add_axes((0.1, 0.08, 0.62, 0.24))
+        self.lines = {}
+        for kind, acc in accuracy.items():
+            acc = np.asarray(acc, dtype=float)
+            (self.lines[kind],) = ax2.plot(
+                np.arange(len(acc)), acc, color=COLOURS[kind], label=kind, lw=0.9
+            )
+        self.over(ax2.axvline(L - 0.5, color="#d62728", lw=1.2, ls="--"))
+        ax2.set(xlim=(-0.5, T - 0.5), ylim=(-0.02, 1.05), xlabel="position")
+        ax2.set_ylabel("accuracy", fontsize=8)
+        ax2.legend(
+            fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False
+        )
+        fig.text(
+            0.82,
+            0.9,
+            f"dashed line:\nL = {L}, the\ntraining length",
+            fontsize=8,
+            va="top",
+        )
+        self.live(*self.map.artists, *self.lines.values())
+
+    def update(self, positions: str = "rope", layer: int = 1, head: int = 1):
+        w = np.asarray(self.maps[positions][layer - 1][head - 1], dtype=float)
+        for kind, line in self.lines.items():
+            line.set_linewidth(2.2 if kind == positions else 0.9)
+            line.set_alpha(1.0 if kind == positions else 0.6)
+        T = w.shape[0]
+        return self.map.set(
+            w,
+            title=f"{positions}: layer {layer}, head {head} on a sequence of"
+            f" {T} = 2L tokens",
+        )
 
 
 def extrapolation_explorer(
@@ -84,7 +100,7 @@ def extrapolation_explorer(
         maps, accuracy, L = _random_models()
     n_layers, n_heads = np.asarray(maps[KINDS[0]]).shape[:2]
     return Explorer(
-        lambda fig, **v: draw_extrapolation(fig, maps, accuracy, L, **v),
+        functools.partial(ExtrapolationFigure, maps=maps, accuracy=accuracy, L=L),
         {
             "positions": [k for k in KINDS if k in maps],
             "layer": list(range(1, n_layers + 1)),

@@ -7,9 +7,18 @@ Two bool options make a checkbox, numbers a slider, anything else a selector.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+
+
+class Spec(Protocol):
+    """What the live widget and the static twin read from an interactive figure."""
+
+    controls: dict[str, list]  # name -> the options, in order
+    defaults: dict[str, Any]  # name -> the option shown first
+    labels: dict[str, str]  # name -> its label (may hold $...$ math)
+    title: str | None
 
 
 def is_bool_options(options: Sequence) -> bool:

@@ -1,10 +1,10 @@
-"""The kernel-free twin of an Explorer: every frame rendered in advance, in one HTML
-block.
+"""The kernel-free twin of an Explorer: every frame rendered in advance, in one block.
 
-``to_html(explorer)`` renders every combination of control values to a PNG and writes
-them, with the controls, into a self-contained HTML block; ``explorer.js`` (shipped as
-package data and inlined once per figure) swaps the picture when a control changes and
-shows a heatmap cell's value under the pointer. Nothing is loaded from another host.
+``frames(controls, render)`` renders every combination of control values;
+``to_html(spec, frames)`` writes them, with the controls, into a self-contained HTML
+block; ``explorer.js`` (shipped as package data and inlined once per figure) swaps the
+picture when a control changes and shows a heatmap cell's value under the pointer.
+Nothing is loaded from another host.
 
 Pages stay small: each frame is re-encoded as a palette PNG of at most
 ``PALETTE_COLORS`` colours (about a third of matplotlib's RGBA output, with no visible
@@ -24,18 +24,17 @@ import itertools
 import json
 import re
 import struct
+from collections.abc import Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .controls import is_bool_options, is_number_options, option_text
+from .controls import Spec, is_bool_options, is_number_options, option_text
 from .heatmap import HoverGrid
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-    from .interactive import Explorer
 
 MAX_FRAMES = 160  # a page's frames must stay well inside its 2 MB budget
 PALETTE_COLORS = 256  # frames are palette PNGs with at most this many colours
@@ -47,25 +46,23 @@ _counter = itertools.count()
 # --------------------------------------------------------------------------------------
 
 
-def frames(explorer: Explorer) -> dict[str, dict]:
-    """Every combination of control values, rendered: key "i,j,..." (option indices) ->
-    frame.
+def frames(
+    controls: dict[str, list],
+    render: Callable[[dict[str, Any]], tuple[np.ndarray, list[dict]]],
+) -> dict[str, dict]:
+    """Every combination of control values, rendered: "i,j,..." (indices) -> frame.
 
-    A frame is ``{"png": base64 PNG, "hover": [...]}``; a frame whose picture is
-    identical to an earlier one is ``{"ref": that frame's key, "hover": [...]}``, so
-    that each picture is stored once.
+    ``render(values) -> (rgba, hover)`` draws one combination: the (H, W, 4) uint8 image
+    and its :func:`hover_data`. A frame is ``{"png": base64 PNG, "hover": [...]}``; a
+    frame whose picture is identical to an earlier one is ``{"ref": that frame's key,
+    "hover": [...]}``, so that each picture is stored once.
     """
-    controls = explorer.controls
     names = list(controls)
     out: dict[str, dict] = {}
     seen: dict[bytes, str] = {}
     for idx in itertools.product(*(range(len(controls[n])) for n in names)):
         values = {n: controls[n][i] for n, i in zip(names, idx, strict=True)}
-        grids = explorer._draw(values)
-        explorer._canvas.draw()
-        hover = hover_data(explorer._fig, grids)
-        # (H, W, 4) uint8, what savefig would write
-        rgba = np.asarray(explorer._canvas.buffer_rgba())
+        rgba, hover = render(values)
         digest = hashlib.sha1(rgba.tobytes()).digest() + bytes(str(rgba.shape), "ascii")
         key = ",".join(map(str, idx))
         if digest in seen:
@@ -185,14 +182,13 @@ def plain(text: str) -> str:
     return _INLINE_MATH.sub(untex, text)
 
 
-def describe(explorer: Explorer, values: dict[str, Any]) -> str:
+def describe(spec: Spec, values: dict[str, Any]) -> str:
     """Alt text: the title and the value of every control."""
     settings = "; ".join(
-        f"{plain(explorer.labels[n])}: {option_text(values[n])}"
-        for n in explorer.controls
+        f"{plain(spec.labels[n])}: {option_text(values[n])}" for n in spec.controls
     )
-    if explorer.title:
-        return f"{plain(explorer.title)} ({settings})"
+    if spec.title:
+        return f"{plain(spec.title)} ({settings})"
     return f"Interactive figure ({settings})"
 
 
@@ -216,16 +212,16 @@ def _json(data: Any) -> str:
     return json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
 
 
-def _control(k: int, name: str, explorer: Explorer) -> str:
+def _control(k: int, name: str, spec: Spec) -> str:
     """One control's markup; ``data-k`` is its index in the frame keys."""
-    opts = explorer.controls[name]
-    d = opts.index(explorer.defaults[name])
-    label, math = label_html(explorer.labels[name])
+    opts = spec.controls[name]
+    d = opts.index(spec.defaults[name])
+    label, math = label_html(spec.labels[name])
     span = (
         f'<span class="tl-ctl-label{" mathjax_process" if math else ""}">{label}</span>'
     )
     if is_bool_options(opts):
-        checked = " checked" if bool(explorer.defaults[name]) else ""
+        checked = " checked" if bool(spec.defaults[name]) else ""
         return (
             '<label class="tl-ctl tl-ctl-checkbox"><input type="checkbox"'
             f' data-k="{k}" data-true="{opts.index(True)}"'
@@ -251,16 +247,13 @@ def _control(k: int, name: str, explorer: Explorer) -> str:
     )
 
 
-def to_html(explorer: Explorer) -> str:
+def to_html(spec: Spec, rendered: dict[str, dict]) -> str:
     """A self-contained HTML block (inline PNGs, a small script): no kernel, no CDN."""
-    names = list(explorer.controls)
-    rendered = frames(explorer)
-    default_key = ",".join(
-        str(explorer.controls[n].index(explorer.defaults[n])) for n in names
-    )
+    names = list(spec.controls)
+    default_key = ",".join(str(spec.controls[n].index(spec.defaults[n])) for n in names)
     frames_json = _json(rendered)
     digest = hashlib.sha1(
-        f"{next(_counter)}|{explorer.title}|{names}|{frames_json}".encode()
+        f"{next(_counter)}|{spec.title}|{names}|{frames_json}".encode()
     ).hexdigest()
     uid = "tlx-" + digest[:12]
     first = rendered[default_key]
@@ -269,20 +262,20 @@ def to_html(explorer: Explorer) -> str:
     has_hover = any(f["hover"] for f in rendered.values())
 
     parts = [f'<div class="tl-explorer" id="{uid}" role="group"']
-    if explorer.title:
-        title_html, math = label_html(explorer.title)
+    if spec.title:
+        title_html, math = label_html(spec.title)
         parts.append(f' aria-labelledby="{uid}-title">')
         cls = "tl-explorer-title mathjax_process" if math else "tl-explorer-title"
         parts.append(f'<div class="{cls}" id="{uid}-title">{title_html}</div>')
     else:
         parts.append(' aria-label="interactive figure">')
     parts.append('<div class="tl-explorer-controls">')
-    parts.extend(_control(k, name, explorer) for k, name in enumerate(names))
+    parts.extend(_control(k, name, spec) for k, name in enumerate(names))
     parts.append("</div>")
     parts.append(
         '<div class="tl-explorer-figure" style="position:relative;'
         'display:inline-block;max-width:100%">'
-        f'<img alt="{html.escape(describe(explorer, explorer.defaults))}"'
+        f'<img alt="{html.escape(describe(spec, spec.defaults))}"'
         f' width="{width}" height="{height}" src="data:image/png;base64,{first_png}"'
         ' style="max-width:100%;height:auto;display:block">'
         '<div class="tl-hover" style="display:none;position:absolute;'
@@ -298,9 +291,9 @@ def to_html(explorer: Explorer) -> str:
         f'<script type="application/json" class="tl-frames">{frames_json}</script>'
     )
     labels = {
-        "title": plain(explorer.title) if explorer.title else "Interactive figure",
-        "labels": [plain(explorer.labels[n]) for n in names],
-        "texts": [[option_text(o) for o in explorer.controls[n]] for n in names],
+        "title": plain(spec.title) if spec.title else "Interactive figure",
+        "labels": [plain(spec.labels[n]) for n in names],
+        "texts": [[option_text(o) for o in spec.controls[n]] for n in names],
     }
     parts.append(
         f'<script type="application/json" class="tl-describe">{_json(labels)}</script>'

@@ -1,0 +1,95 @@
+"""What a model costs, counted from its sizes alone: the bytes of a KV cache and the
+multiply-adds of greedy decoding (chapters 5 and 12).
+
+A leaf of the library: plain arithmetic on sizes, no model is built or imported. The
+functions that count a whole model take any object with the sizes of
+:class:`ModelSizes` (a :class:`~transformer_lib.TransformerConfig` has them).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+
+
+class ModelSizes(Protocol):
+    """The sizes the counts read, as a :class:`~transformer_lib.TransformerConfig`
+    holds them."""
+
+    vocab_size: int
+    d_model: int
+    n_heads: int  # h
+    n_kv_heads: int  # K/V heads, h_kv in the formulas
+    n_layers: int  # L
+    d_ff: int
+
+
+def kv_cache_nbytes(
+    n_layers: int,
+    batch: int,
+    n_kv_heads: int,
+    T: int,
+    d_k: int,
+    dtype: torch.dtype = torch.float32,
+) -> int:
+    """Bytes of a KV cache: 2 * n_layers * batch * n_kv_heads * T * d_k * bytes
+    (eq. kv-memory, kv-memory-total).
+
+    The 2 counts K and V. For an encoder-decoder, T is the decoder positions held for
+    self-attention plus T_src for the cross-attention K/V. GQA divides the total by
+    h / n_kv_heads.
+    """
+    bytes_per_number = torch.empty((), dtype=dtype).element_size()
+    return 2 * n_layers * batch * n_kv_heads * T * d_k * bytes_per_number
+
+
+def decode_step_macs(cfg: ModelSizes, t: int, T_src: int, use_cache: bool) -> int:
+    """Multiply-adds of the matrix products in greedy decoding step t (1-based;
+    t decoder positions)   (eq. decode-macs).
+
+    Without a cache the decoder reprocesses all t positions: the projections and FFN of
+    t rows, t x t attention scores, the cross-attention K/V of the T_src memory rows.
+    With a cache only the newest row is processed, against t cached keys; the memory's
+    K/V were computed once (see :func:`generate_macs`). Both project only the last
+    position to the vocabulary. LayerNorms, softmax, embeddings and additions are left
+    out: they are O(t d_model), not matrix products.
+    """
+    d, L = cfg.d_model, cfg.n_layers
+    d_kv = cfg.n_kv_heads * (d // cfg.n_heads)  # n_kv_heads * d_k
+    rows = 1 if use_cache else t  # positions pushed through the decoder this step
+    per_layer = (
+        # self-attention: W_Q, W_O (d x d) and W_K, W_V (d x d_kv)
+        rows * (2 * d * d + 2 * d * d_kv)
+        # self-attention: Q K^T and weights @ V, h heads of d_k = d in all
+        + 2 * rows * t * d
+        # cross-attention: W_Q and W_O
+        + rows * 2 * d * d
+        # cross-attention scores and weighted sum over the memory
+        + 2 * rows * T_src * d
+        # cross-attention K, V of memory, recomputed
+        + (0 if use_cache else 2 * T_src * d * d_kv)
+        # FFN: W_1 and W_2
+        + rows * 2 * d * cfg.d_ff
+    )
+    # + the output projection of the last position
+    return L * per_layer + d * cfg.vocab_size
+
+
+def generate_macs(cfg: ModelSizes, T_src: int, n_new: int, use_cache: bool) -> int:
+    """Multiply-adds of greedy decoding of ``n_new`` tokens for one sequence: the
+    encoder (once, on both paths), the cross-attention K/V of the memory (once, with a
+    cache) and every step's :func:`decode_step_macs`."""
+    d = cfg.d_model
+    d_kv = cfg.n_kv_heads * (d // cfg.n_heads)
+    encoder = cfg.n_layers * (
+        T_src * (2 * d * d + 2 * d * d_kv)
+        + 2 * T_src * T_src * d
+        + T_src * 2 * d * cfg.d_ff
+    )
+    cross_kv = cfg.n_layers * 2 * T_src * d * d_kv if use_cache else 0
+    return (
+        encoder
+        + cross_kv
+        + sum(decode_step_macs(cfg, t, T_src, use_cache) for t in range(1, n_new + 1))
+    )
