@@ -89,6 +89,10 @@ def _perturbed(reference, how: str, part: int | None):
     return candidate
 
 
+def rope_half_library(x, positions, base=10000.0):
+    return tl.apply_rope(x, positions, base, layout="half")
+
+
 REFERENCES = {
     "check_softmax": (tl.softmax, [None]),
     "check_scaled_dot_product_attention": (tl.scaled_dot_product_attention, [0, 1]),
@@ -104,6 +108,12 @@ REFERENCES = {
         ex.ch13_flash_attention.reference_online_attention,
         [None],
     ),
+    "check_causal_lm_loss": (tl.causal_lm_loss, [None]),
+    "check_top_k_filter": (tl.top_k_filter, [None]),
+    "check_top_p_filter": (tl.top_p_filter, [None]),
+    "check_rms_norm": (tl.rms_norm, [None]),
+    "check_apply_rope_half": (rope_half_library, [None]),
+    "check_alibi_bias": (ex.alibi_bias, [None]),
 }
 SPOILED = [
     (name, how, part)
@@ -231,6 +241,59 @@ def online_attention_normalised_each_step(score_blocks, value_blocks):
     return o
 
 
+def lm_loss_by_positions(logits, tokens, loss_mask=None):
+    terms = []
+    for b in range(tokens.size(0)):
+        for t in range(tokens.size(1) - 1):
+            if loss_mask is None or loss_mask[b, t + 1]:
+                terms.append(F.cross_entropy(logits[b, t], tokens[b, t + 1]))
+    return torch.stack(terms).mean()
+
+
+def _via_warper(warper, logits):
+    """A transformers logits warper on (..., V) logits (it takes (B, V))."""
+    flat = logits.reshape(-1, logits.size(-1))
+    return warper(None, flat).reshape(logits.shape)
+
+
+def top_k_via_transformers(logits, k):
+    from transformers.generation.logits_process import TopKLogitsWarper
+
+    return _via_warper(TopKLogitsWarper(top_k=k), logits)
+
+
+def top_p_via_transformers(logits, p):
+    from transformers.generation.logits_process import TopPLogitsWarper
+
+    return _via_warper(TopPLogitsWarper(top_p=p), logits)
+
+
+def rms_norm_via_torch(x, weight, eps=1e-6):
+    return F.rms_norm(x, x.shape[-1:], weight, eps)
+
+
+def rope_half_via_transformers(x, positions, base=10000.0):
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    d = x.size(-1)
+    inv = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angle = positions.double()[:, None] * inv  # (T, d/2)
+    cos = torch.cat([angle.cos(), angle.cos()], -1).to(x.dtype)  # (T, d)
+    sin = torch.cat([angle.sin(), angle.sin()], -1).to(x.dtype)
+    q, _ = apply_rotary_pos_emb(x, x, cos, sin, unsqueeze_dim=0)  # cos: (1, T, d)
+    return q.reshape(x.shape)
+
+
+def alibi_via_bloom(n_heads, T):
+    """BLOOM's ALiBi (a bias m_h * j on key j), turned into -m_h (i - j) with the
+    causal mask: softmax is unchanged by a constant per row, m_h * i."""
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    key = build_alibi_tensor(torch.ones(1, T), n_heads, torch.float64)  # (H, 1, T)
+    bias = key - key.transpose(1, 2)  # (H, T, T): m_h (j - i)
+    return bias.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), NEG_INF)
+
+
 def _module_with_weights(W_q, W_k, W_v, W_o, n_heads):
     m = tl.MultiHeadAttention(W_q.size(0), n_heads, bias=False)
     with torch.no_grad():
@@ -267,6 +330,18 @@ CORRECT = [
     (ex.check_kv_cache_step, kv_step_own),
     (ex.check_online_attention, ex.ch13_flash_attention.reference_online_attention),
     (ex.check_online_attention, online_attention_normalised_each_step),
+    (ex.check_causal_lm_loss, tl.causal_lm_loss),
+    (ex.check_causal_lm_loss, lm_loss_by_positions),
+    (ex.check_top_k_filter, tl.top_k_filter),
+    (ex.check_top_k_filter, top_k_via_transformers),
+    (ex.check_top_p_filter, tl.top_p_filter),
+    (ex.check_top_p_filter, top_p_via_transformers),
+    (ex.check_rms_norm, tl.rms_norm),
+    (ex.check_rms_norm, rms_norm_via_torch),
+    (ex.check_apply_rope_half, rope_half_library),
+    (ex.check_apply_rope_half, rope_half_via_transformers),
+    (ex.check_alibi_bias, ex.alibi_bias),
+    (ex.check_alibi_bias, alibi_via_bloom),
 ]
 
 
@@ -295,6 +370,11 @@ def test_every_issue_checker_exists_and_is_catalogued():
         "check_repeat_kv",
         "check_multi_head_attention",
         "check_kv_cache_step",
+        "check_causal_lm_loss",
+        "check_top_k_filter",
+        "check_top_p_filter",
+        "check_rms_norm",
+        "check_apply_rope_half",
     }
     assert required <= {c.__name__ for c in CHECKERS}
     assert all(any(row.example for row in c.mistakes) for c in CHECKERS)
@@ -398,6 +478,13 @@ def test_reference_mha_matches_torch():
         )  # torch: True = may NOT attend
     torch.testing.assert_close(
         ex.multi_head_attention(x, x, W_q, W_k, W_v, W_o, 2, tl.causal_mask(5)), want
+    )
+
+
+@pytest.mark.parametrize(("n_heads", "T"), [(1, 3), (4, 7), (8, 5), (16, 4)])
+def test_reference_alibi_matches_transformers_bloom(n_heads, T):
+    torch.testing.assert_close(
+        ex.alibi_bias(n_heads, T).double(), alibi_via_bloom(n_heads, T)
     )
 
 

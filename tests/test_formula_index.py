@@ -626,6 +626,61 @@ def test_derivation_temperature():
     )
 
 
+def test_derivation_lm_factorisation_sums_to_one():
+    """p(x_1..x_{T-1} | x_0) = prod_t p(x_t | x_<t)   (eq-lm-factorisation): the product
+    of a causal model's next-token distributions is a distribution over whole
+    continuations, summing to 1 over every one of them."""
+    torch.manual_seed(0)
+    cfg = tl.GPTConfig(
+        vocab_size=3, d_model=8, n_heads=2, n_layers=1, d_ff=16, max_len=4
+    )
+    model = tl.GPT(cfg).double().eval()
+    seqs = torch.cartesian_prod(*[torch.arange(3)] * 3)  # (27, 3) continuations
+    tokens = torch.cat([torch.zeros(27, 1, dtype=torch.long), seqs], dim=1)  # x_0 = 0
+    with torch.no_grad():
+        logp = torch.log_softmax(model(tokens), -1)[:, :-1]  # (27, 3, V)
+    joint = logp.gather(-1, tokens[:, 1:, None]).squeeze(-1).sum(-1).exp()  # (27,)
+    torch.testing.assert_close(joint.sum(), torch.tensor(1.0, dtype=F64))
+
+
+def test_derivation_entropy_grows_with_temperature():
+    """dH/dtau = Var_tau(z) / tau^3   (eq-entropy-temperature), against a central
+    difference, and H runs from 0 to log V."""
+    z = 2 * _rand(4, 9, seed=11)
+
+    def entropy(tau: float) -> torch.Tensor:
+        logp = torch.log_softmax(z / tau, -1)
+        return -(logp.exp() * logp).sum(-1)
+
+    for tau in (0.2, 0.7, 1.0, 2.5, 10.0):
+        h = 1e-5
+        numeric = (entropy(tau + h) - entropy(tau - h)) / (2 * h)
+        p = torch.softmax(z / tau, -1)
+        var = (p * z**2).sum(-1) - (p * z).sum(-1) ** 2
+        torch.testing.assert_close(numeric, var / tau**3, atol=1e-7, rtol=1e-5)
+    assert (entropy(1e-3) < 1e-6).all()
+    torch.testing.assert_close(
+        entropy(1e6), torch.full((4,), math.log(9), dtype=F64), atol=1e-6, rtol=0
+    )
+
+
+def test_derivation_unused_position_rows_get_no_gradient():
+    """dL/dP_p = 0 for every position p that no training sequence reaches
+    (eq-unused-rows): a learned table's rows past the training length stay untrained,
+    and so does the last row used: position T-1 predicts nothing, and no later position
+    reads it."""
+    torch.manual_seed(0)
+    cfg = tl.GPTConfig(
+        vocab_size=7, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=12
+    )
+    model = tl.GPT(cfg).double()
+    tokens = torch.randint(0, 7, (4, 8))  # length 8 of 12
+    tl.causal_lm_loss(model(tokens), tokens).backward()
+    grad = model.pos_emb.weight.grad  # (12, d_model)
+    assert (grad[7:] == 0).all()
+    assert (grad[:7].abs().sum(-1) > 0).all()
+
+
 def test_derivation_masked_softmax_renormalises():
     """A_ij = M_ij e^S_ij / sum_j' M_ij' e^S_ij'   (eq-masked-softmax) is what masking
     with -inf gives."""

@@ -510,6 +510,10 @@ REQUIRED_FIGURES = {
     "book/05_multi_head.html": "the head selector",
     "book/08_positional_encoding.html": "the positional-encoding explorer",
     "book/11_toy_model.html": "the toy model's attention maps by layer and head",
+    "book/14_decoder_only.html": "the adder's attention maps by problem, layer and head",
+    "book/15_sampling.html": "the next-token distribution under temperature, top-k, top-p",
+    "book/16_modern_block.html": "RoPE's two layouts as matrices, LayerNorm vs RMSNorm",
+    "book/17_length_extrapolation.html": "attention and accuracy past the training length",
 }
 
 

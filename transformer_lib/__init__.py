@@ -30,15 +30,22 @@ from .attention import (
     softmax,
 )
 from .costs import decode_step_macs, generate_macs, kv_cache_nbytes
-from .feed_forward import FeedForward
+from .feed_forward import FeedForward, gelu_tanh, silu
 from .flash import online_softmax, tiled_attention
+from .gpt import GPT, GPTBlock, GPTConfig, causal_lm_loss
 from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .kv_cache import KVCache, cached_attention_step
 from .layers import DecoderLayer, EncoderLayer, Residual
 from .masks import causal_mask, key_padding_to_attend, padding_mask
 from .model import Transformer, TransformerConfig, time_decoding
-from .norm import LayerNorm, layer_norm, layer_norm_article
-from .positional import apply_rope, rope_angles, sinusoidal_positional_encoding
+from .norm import LayerNorm, RMSNorm, layer_norm, layer_norm_article, rms_norm
+from .positional import (
+    apply_rope,
+    rope_angles,
+    rope_permutation,
+    sinusoidal_positional_encoding,
+)
+from .sampling import next_token_probs, sample_next, top_k_filter, top_p_filter
 
 __all__ = [
     "softmax",
@@ -74,4 +81,17 @@ __all__ = [
     "generate_macs",
     "demos",
     "tasks",
+    "gelu_tanh",
+    "silu",
+    "rms_norm",
+    "RMSNorm",
+    "rope_permutation",
+    "top_k_filter",
+    "top_p_filter",
+    "next_token_probs",
+    "sample_next",
+    "GPTConfig",
+    "GPTBlock",
+    "GPT",
+    "causal_lm_loss",
 ]

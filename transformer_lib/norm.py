@@ -1,4 +1,4 @@
-"""Layer normalisation (chapter 7)."""
+"""Layer normalisation (chapter 7) and RMSNorm, its uncentred form."""
 
 from __future__ import annotations
 
@@ -55,6 +55,40 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return layer_norm(x, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.numel()}, eps={self.eps}"
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """RMSNorm(z) = gamma * z / sqrt(mean(z^2) + eps) over the last dim
+    (eq. rms-norm).
+
+    LayerNorm (eq. layer-norm) without the centring (no mu) and without the shift (no
+    beta): the root mean square replaces the standard deviation. eps sits inside the
+    square root, as in ``torch.nn.RMSNorm`` and Llama.
+    """
+    if weight.shape != x.shape[-1:]:
+        raise ValueError(
+            f"weight {tuple(weight.shape)} must have shape ({x.size(-1)},), "
+            f"the last dim of x {tuple(x.shape)}"
+        )
+    ms = (x * x).mean(dim=-1, keepdim=True)  # (..., 1): mean of squares
+    return weight * x * torch.rsqrt(ms + eps)
+
+
+class RMSNorm(nn.Module):
+    """:func:`rms_norm` with a learned gamma (``weight``), no bias; loads
+    ``torch.nn.RMSNorm``'s state_dict (give it the same eps: its default, None, means
+    the dtype's machine epsilon)."""
+
+    def __init__(self, d_model: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # gamma
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return rms_norm(x, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.weight.numel()}, eps={self.eps}"

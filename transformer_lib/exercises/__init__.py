@@ -1,4 +1,4 @@
-"""Checkers for the book's implementation exercises (chapters 3-13).
+"""Checkers for the book's implementation exercises (chapters 3-17).
 
 Each ``check_<name>(candidate)`` runs the learner's function on several seeded inputs,
 edge cases included, and compares it with the library's own ``tl.<name>``:
@@ -57,6 +57,10 @@ from .ch08_positional_encoding import (
 )
 from .ch12_kv_cache import check_kv_cache_step
 from .ch13_flash_attention import check_online_attention
+from .ch14_decoder_only import check_causal_lm_loss
+from .ch15_sampling import check_top_k_filter, check_top_p_filter
+from .ch16_modern_block import check_apply_rope_half, check_rms_norm
+from .ch17_length_extrapolation import alibi_bias, check_alibi_bias
 
 __all__ = [
     "check_softmax",
@@ -70,5 +74,12 @@ __all__ = [
     "check_multi_head_attention",
     "check_kv_cache_step",
     "check_online_attention",
+    "check_causal_lm_loss",
+    "check_top_k_filter",
+    "check_top_p_filter",
+    "check_rms_norm",
+    "check_apply_rope_half",
+    "check_alibi_bias",
     "multi_head_attention",
+    "alibi_bias",
 ]

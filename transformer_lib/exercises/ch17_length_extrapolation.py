@@ -1,0 +1,161 @@
+"""Chapter 17: ALiBi's attention bias, a position scheme built for long inputs.
+
+``alibi_bias`` is the reference solution of the exercise (the library itself does not
+use ALiBi); tests/test_exercises.py checks it against ``transformers``' BLOOM code.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import torch
+
+from .harness import Checker, Mistake, Trial, close, mismatch, not_a_tensor, wrong_shape
+
+NEG_INF = float("-inf")
+
+
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """m_h = 2^(-8h/H) for h = 1 .. H (H a power of two, as in the ALiBi paper)."""
+    h = torch.arange(1, n_heads + 1, dtype=torch.float64)
+    return 2.0 ** (-8.0 * h / n_heads)
+
+
+def alibi_bias(n_heads: int, T: int) -> torch.Tensor:
+    """(H, T, T): -m_h (i - j) for key j <= query i, -inf for j > i (causal).
+
+    Added to the scores before the softmax, in place of any position vector.
+    """
+    i = torch.arange(T)[:, None]  # (T, 1) query positions
+    j = torch.arange(T)[None, :]  # (1, T) key positions
+    dist = (i - j).to(torch.float64)  # (T, T)
+    bias = -alibi_slopes(n_heads)[:, None, None] * dist  # (H, T, T)
+    return bias.masked_fill(j > i, NEG_INF).float()
+
+
+class AlibiTrial(Trial):
+    def __init__(self, n_heads: int, T: int) -> None:
+        super().__init__(f"n_heads = {n_heads}, T = {T}", (n_heads, T))
+        self.n_heads, self.T = n_heads, T
+
+    @cached_property
+    def want(self) -> torch.Tensor:
+        return alibi_bias(self.n_heads, self.T)
+
+    @cached_property
+    def lower(self) -> torch.Tensor:
+        """Where the causal part lives: j <= i, (T, T) bool."""
+        return torch.ones(self.T, self.T, dtype=torch.bool).tril()
+
+    def like(self, slopes: torch.Tensor, sign: float = -1.0, masked=True) -> bool:
+        i = torch.arange(self.T)[:, None]
+        j = torch.arange(self.T)[None, :]
+        bias = sign * slopes[:, None, None] * (i - j).double()
+        if masked:
+            bias = bias.masked_fill(j > i, NEG_INF)
+        return close(self.got, bias)
+
+    @cached_property
+    def slopes(self) -> torch.Tensor:
+        return alibi_slopes(self.n_heads)
+
+    @cached_property
+    def future_finite(self) -> bool:
+        """The learner's bias is finite above the diagonal (no causal mask) and right
+        below it."""
+        upper = ~self.lower
+        return bool(torch.isfinite(self.got[:, upper]).all()) and close(
+            self.got[:, self.lower], self.want[:, self.lower]
+        )
+
+
+def _alibi_trials() -> list[AlibiTrial]:
+    return [AlibiTrial(4, 5), AlibiTrial(8, 6), AlibiTrial(2, 3), AlibiTrial(1, 4)]
+
+
+# Known mistakes, each as a learner would write it
+
+
+def _learner_bias(slopes, T, sign=-1.0, mask_value=NEG_INF):
+    dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]  # i - j
+    bias = sign * slopes[:, None, None] * dist
+    return bias.masked_fill(dist < 0, mask_value)
+
+
+def alibi_slopes_from_zero(n_heads, T):
+    slopes = 2.0 ** (-8.0 * torch.arange(n_heads) / n_heads)  # h = 0 .. H-1
+    return _learner_bias(slopes, T)
+
+
+def alibi_positive(n_heads, T):
+    slopes = 2.0 ** (-8.0 * torch.arange(1, n_heads + 1) / n_heads)
+    return _learner_bias(slopes, T, sign=1.0)  # a reward for distance
+
+
+def alibi_no_mask(n_heads, T):
+    slopes = 2.0 ** (-8.0 * torch.arange(1, n_heads + 1) / n_heads)
+    dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]
+    return -slopes[:, None, None] * dist  # the future gets a bonus, not -inf
+
+
+def alibi_slopes_reversed(n_heads, T):
+    slopes = 2.0 ** (-8.0 * torch.arange(n_heads, 0, -1) / n_heads)  # gentlest first
+    return _learner_bias(slopes, T)
+
+
+def alibi_zero_future(n_heads, T):
+    slopes = 2.0 ** (-8.0 * torch.arange(1, n_heads + 1) / n_heads)
+    return _learner_bias(slopes, T, mask_value=0.0)
+
+
+ALIBI_MISTAKES = [
+    not_a_tensor("your bias for {inputs}"),
+    wrong_shape("your bias", "one (T, T) matrix per head: (n_heads, T, T)"),
+    Mistake(
+        alibi_slopes_from_zero,
+        lambda t: (
+            t.n_heads > 1
+            and t.like(2.0 ** (-8.0 * torch.arange(t.n_heads).double() / t.n_heads))
+        ),
+        "for {inputs}, your slopes start at 2^0 = 1: the heads are counted from 1,"
+        " m_h = 2^(-8h/H) for h = 1 .. H, so the steepest slope is 2^(-8/H)",
+    ),
+    Mistake(
+        alibi_slopes_reversed,
+        lambda t: t.n_heads > 1 and t.like(t.slopes.flip(0)),
+        "for {inputs}, your slopes are in reverse order: head 1 has the steepest,"
+        " m_1 = 2^(-8/H), and head H the gentlest, 2^(-8)",
+    ),
+    Mistake(
+        alibi_positive,
+        lambda t: t.like(t.slopes, sign=1.0),
+        "for {inputs}, distant keys get a bonus: ALiBi subtracts m_h (i - j), a"
+        " penalty that grows with the distance",
+    ),
+    Mistake(
+        alibi_zero_future,
+        lambda t: (
+            t.T > 1
+            and bool((t.got[:, ~t.lower] == 0).all())
+            and close(t.got[:, t.lower], t.want[:, t.lower])
+        ),
+        "for {inputs}, the future keys (j > i) get 0, which the softmax still weighs;"
+        " they need -inf, the causal mask",
+    ),
+    Mistake(
+        alibi_no_mask,
+        lambda t: t.T > 1 and t.future_finite,
+        "for {inputs}, the keys after the query (j > i) are not masked; fill them"
+        " with -inf, as the causal mask does",
+    ),
+    mismatch("your bias"),
+]
+
+check_alibi_bias = Checker(
+    "check_alibi_bias",
+    "Check ``candidate(n_heads, T) -> (n_heads, T, T)`` against the reference"
+    " :func:`alibi_bias`.",
+    _alibi_trials,
+    ALIBI_MISTAKES,
+    "{n} sizes agree with the reference, from 1 head to 8.",
+)
