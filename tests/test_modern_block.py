@@ -265,3 +265,37 @@ def test_rope_errors_name_the_values():
         tl.rope_permutation(7)
     with pytest.raises(ValueError, match=r"T=3"):
         tl.apply_rope(rand(3, 8), torch.arange(4), layout="half")
+
+
+@pytest.mark.parametrize("base", [10000.0, 500000.0])
+@pytest.mark.parametrize("n_kv_heads", [4, 2, 1], ids=["mha", "gqa", "mqa"])
+def test_cached_attention_step_with_rope_base_is_llama_attention(base, n_kv_heads):
+    """Token by token with a KV cache, cached_attention_step(rope_base=, rope_layout=
+    "half") equals causal attention over the whole sequence with q and k rotated by
+    transformers' apply_rotary_pos_emb at rope_theta = base."""
+    B, h, T, d = 2, 4, 9, 16
+    q = rand(B, h, T, d, seed=4)
+    k, v = rand(B, n_kv_heads, T, d, seed=5), rand(B, n_kv_heads, T, d, seed=6)
+    cos, sin = rope_cos_sin(T, d, base)
+    q_rot, _ = apply_rotary_pos_emb(q, q, cos[None], sin[None])
+    k_rot, _ = apply_rotary_pos_emb(k, k, cos[None], sin[None])
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q_rot, k_rot, v, is_causal=True, enable_gqa=True
+    )
+    ck = cv = torch.zeros(B, n_kv_heads, 0, d, dtype=q.dtype)
+    steps = []
+    for t in range(T):
+        sl = slice(t, t + 1)
+        out, ck, cv = tl.cached_attention_step(
+            q[:, :, sl], k[:, :, sl], v[:, :, sl], ck, cv,
+            rope=True, rope_base=base, rope_layout="half",
+        )  # fmt: skip
+        steps.append(out)
+    exact(torch.cat(steps, dim=-2), want)
+    exact(ck, k_rot)  # the cache holds rotated keys
+    # the default base is a different model: the steps no longer agree at base 5e5
+    if base != 10000.0:
+        out, _, _ = tl.cached_attention_step(
+            q, k, v, ck[:, :, :0], cv[:, :, :0], rope=True, rope_layout="half"
+        )
+        assert (out - want).abs().max() > 1e-3

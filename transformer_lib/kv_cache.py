@@ -22,14 +22,18 @@ def cached_attention_step(
     cache_k: torch.Tensor,
     cache_v: torch.Tensor,
     rope: bool = False,
+    rope_base: float = 10000.0,
+    rope_layout: str = "interleaved",
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One decoding step with a KV cache   (eq. kv-append, kv-step).
 
     q_new (B, h, T_new, d_k); k_new, v_new (B, h_kv, T_new, d_k); cache_k, cache_v
     (B, h_kv, T_past, d_k), T_past may be 0. The new tokens sit at positions
     T_past, ..., T_past + T_new - 1: with ``rope`` they are rotated there before K joins
-    the cache (the cache stores rotated keys). K and V are appended, and the new queries
-    attend causally over all T_past + T_new keys.
+    the cache (the cache stores rotated keys), with ``rope_base`` (a model's
+    ``rope_theta``: 10000 in RoFormer and Llama 2, 500000 in Llama 3) and
+    ``rope_layout`` ("interleaved" or "half", as in :func:`apply_rope`). K and V are
+    appended, and the new queries attend causally over all T_past + T_new keys.
     Returns (out (B, h, T_new, d_k), cache_k, cache_v), the caches now
     T_past + T_new long.
     """
@@ -42,7 +46,8 @@ def cached_attention_step(
     T_past, T_new = cache_k.size(-2), q_new.size(-2)
     if rope:
         positions = torch.arange(T_past, T_past + T_new, device=q_new.device)
-        q_new, k_new = apply_rope(q_new, positions), apply_rope(k_new, positions)
+        q_new = apply_rope(q_new, positions, base=rope_base, layout=rope_layout)
+        k_new = apply_rope(k_new, positions, base=rope_base, layout=rope_layout)
     cache_k = torch.cat([cache_k, k_new], dim=-2)  # (B, h_kv, T_past + T_new, d_k)
     cache_v = torch.cat([cache_v, v_new], dim=-2)
     n_rep = q_new.size(1) // cache_k.size(1)
