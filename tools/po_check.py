@@ -1,0 +1,121 @@
+"""Check the translation catalogs: every entry translated, none fuzzy or obsolete, and
+the MyST markup of each msgstr the same as its msgid's.
+
+    .venv/bin/python tools/po_check.py [FILE.po ...]   # default: every zh_CN catalog
+
+A translation may reword everything except what the build resolves: roles
+({ref}, {eq}, {cite}, {glue}, ...), math, inline code and link targets must come
+through unchanged, or the Chinese page would lose a link, a number or a formula.
+Used by tests/test_translations.py; exits 1 and lists the problems when there are any.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+from babel.messages.pofile import read_po
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCALES = ROOT / "locales"
+SOURCE_LANGUAGE = "zh_CN"  # the hand-written catalogs; zh_TW is derived from them
+
+CJK = re.compile(r"[\u3400-\u9fff]")
+ROLE = re.compile(r"\{(?P<name>[\w:.-]+)\}`(?P<body>[^`]*)`")
+# roles whose text may be translated: {ref}`text <label>` keeps only the label
+TEXT_ROLES = {"ref", "numref", "doc", "term", "download"}
+MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
+CODE = re.compile(r"(?<![`}])`([^`]+)`")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+# CommonMark does not close **bold** or *emphasis* when the closing marker follows
+# punctuation and is followed by a letter: in Chinese, **注意力。**然后 stays literal.
+BAD_EMPHASIS_CLOSE = re.compile(
+    r"[，。：；？！、）」』”’.,:;?!)]\*{1,2}(?=[\u3400-\u9fff\w])"
+)
+BAD_EMPHASIS_OPEN = re.compile(r"(?<=[\u3400-\u9fff\w])\*{1,2}[（「『“‘(]")
+
+
+def role_key(match: re.Match) -> str:
+    name, body = match.group("name"), match.group("body")
+    if name in TEXT_ROLES:
+        target = re.search(r"<([^<>]+)>\s*$", body)
+        body = target.group(1) if target else body
+    return f"{{{name}}}{body}"
+
+
+def markup(text: str) -> dict[str, Counter]:
+    without_roles = ROLE.sub(" ", text)
+    without_math = MATH.sub(" ", without_roles)
+    return {
+        "roles": Counter(role_key(m) for m in ROLE.finditer(text)),
+        "math": Counter(
+            (m.group(1) or m.group(2)).strip() for m in MATH.finditer(without_roles)
+        ),
+        "code": Counter(CODE.findall(without_math)),
+        "links": Counter(LINK.findall(without_math)),
+    }
+
+
+def needs_words(msgid: str) -> bool:
+    """An entry with more than a few English words must come out in Chinese."""
+    plain = MATH.sub(" ", ROLE.sub(" ", msgid))
+    plain = CODE.sub(" ", plain)
+    return len(re.findall(r"[A-Za-z]{2,}", plain)) > 3
+
+
+def check_entry(msgid: str, msgstr: str) -> list[str]:
+    problems = []
+    if not msgstr.strip():
+        return ["not translated"]
+    want, got = markup(msgid), markup(msgstr)
+    for kind in want:
+        if want[kind] != got[kind]:
+            missing = want[kind] - got[kind]
+            extra = got[kind] - want[kind]
+            problems.append(
+                f"{kind} differ: missing {sorted(missing)}, extra {sorted(extra)}"
+            )
+    if needs_words(msgid) and not CJK.search(msgstr):
+        problems.append("left in English")
+    if BAD_EMPHASIS_CLOSE.search(msgstr) or BAD_EMPHASIS_OPEN.search(msgstr):
+        problems.append(
+            "emphasis marker next to punctuation and a letter: CommonMark will not "
+            "render it; move the punctuation outside the ** ** or *"
+        )
+    return problems
+
+
+def check_file(path: Path) -> list[str]:
+    with path.open("rb") as f:
+        catalog = read_po(f)
+    problems = []
+    for message in catalog:
+        if not message.id:
+            continue
+        where = f"{path.relative_to(ROOT)}: {str(message.id)[:70]!r}"
+        if message.fuzzy:
+            problems.append(f"{where}: fuzzy")
+        for p in check_entry(str(message.id), str(message.string or "")):
+            problems.append(f"{where}: {p}")
+    for message in catalog.obsolete.values():
+        problems.append(f"{path.relative_to(ROOT)}: obsolete entry {message.id!r:.70}")
+    return problems
+
+
+def catalogs(language: str = SOURCE_LANGUAGE) -> list[Path]:
+    return sorted((LOCALES / language / "LC_MESSAGES").rglob("*.po"))
+
+
+def main(argv: list[str]) -> int:
+    paths = [Path(a).resolve() for a in argv] or catalogs()
+    problems = [p for path in paths for p in check_file(path)]
+    for p in problems:
+        print(p)
+    print(f"{len(paths)} catalogs, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
