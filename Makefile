@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 
-.PHONY: setup book serve lab lint test test-lib test-notebooks test-site bench clean
+.PHONY: setup book catalogs serve lab lint test test-lib test-notebooks test-site bench clean
 
 setup: $(STAMP)
 
@@ -17,11 +17,19 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q -r requirements.txt
 	@touch $(STAMP)
 
-## make book: execute every notebook and build the site into _build/html (fails on any error or warning)
+## make book: execute every notebook and build the site into _build/html (fails on any error or
+## warning), then the Chinese editions into _build/html/zh_CN and _build/html/zh_TW from the
+## same executed notebooks (tools/editions.py) and the catalogs in locales/
 book: $(STAMP)
-	rm -rf _build/html _build/jupyter_execute
+	rm -rf _build/html _build/jupyter_execute _build/.jupyter_cache
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going --path-output .
+	$(PY) tools/editions.py build zh_CN zh_TW
 	@echo "Built. Open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:8000"
+
+## make catalogs: after changing English text, refresh locales/zh_CN (changed entries turn fuzzy
+## and tests/test_translations.py fails until they are translated again)
+catalogs: $(STAMP)
+	$(PY) tools/editions.py catalogs
 
 ## make serve: serve the built site on 127.0.0.1:8000
 serve:

@@ -86,6 +86,10 @@ def _toc_pages() -> list[str]:
 
 
 PAGES = _toc_pages()
+# The book's editions: English at the site root, the Chinese ones in their own directory
+# (tools/editions.py); every page exists in each.
+EDITIONS = {"": "en", "zh_CN/": "zh-CN", "zh_TW/": "zh-TW"}
+EDITION_PAGES = [e + p for e in EDITIONS for p in PAGES]
 
 
 def _notebook_sources() -> list[Path]:
@@ -116,7 +120,7 @@ def site() -> Path:
         pytest.fail(
             f"No built site at {SITE}: run `make book` first (make test builds it before this test)."
         )
-    missing = [p for p in PAGES if not (SITE / p).is_file()]
+    missing = [p for p in EDITION_PAGES if not (SITE / p).is_file()]
     assert not missing, f"pages listed in _toc.yml but not built: {missing}"
     return SITE
 
@@ -273,6 +277,7 @@ async () => {
 """
 
 RESULTS: dict[str, dict] = {}
+SEARCH_HITS: dict[str, list[str]] = {}  # Chinese search: word -> pages found
 
 
 def _context_around(text: str, match: re.Match, width: int = 60) -> str:
@@ -433,12 +438,68 @@ def _cjk_fonts(visit: Visit) -> list[dict[str, int]]:
         cdp.detach()
 
 
-@pytest.mark.parametrize("path", PAGES)
+def _edition_of(path: str) -> str:
+    return next(
+        e for e in sorted(EDITIONS, key=len, reverse=True) if path.startswith(e)
+    )
+
+
+# Paragraphs, list items, headings, table cells and captions of the article whose own
+# words (code, math, outputs and the interactive figures aside) are an English sentence:
+# five or more English words and not one Chinese character.
+ENGLISH_PROSE_JS = r"""() => {
+  const article = document.querySelector("article.bd-article") || document.body;
+  const SKIP = ".cell_output, .cell_input, pre, .highlight, .tl-explorer, .bibliography, " +
+    "div.citation, .footnote, script, style";
+  const NEUTRAL = "mjx-container, code, kbd, .math, cite, span.bibtex-citation";
+  const blocks = article.querySelectorAll("p, li, h1, h2, h3, h4, td, th, dt, dd, figcaption, .admonition-title");
+  const out = [];
+  for (const el of blocks) {
+    if (el.closest(SKIP)) continue;
+    if (el.querySelector("p, li, td")) continue;  // judge the innermost block only
+    const clone = el.cloneNode(true);
+    clone.querySelectorAll(NEUTRAL).forEach(n => n.remove());
+    const t = clone.textContent.replace(/\s+/g, " ").trim();
+    if (/[\u3400-\u9fff]/.test(t)) continue;
+    if (/(?:\b[A-Za-z][a-z'’-]+\b[\s,;:()]+){4,}\b[A-Za-z][a-z'’-]+\b/.test(t)) out.push(t.slice(0, 100));
+  }
+  return out;
+}"""
+
+
+def _edition_problems(visit: Visit, path: str) -> list[str]:
+    """What every edition's page must have: its own <html lang>, a language switcher
+    whose links open the same page in the other editions, and, in a Chinese edition, no
+    paragraph left in English."""
+    edition = _edition_of(path)
+    problems = []
+    lang = visit.page.evaluate("() => document.documentElement.lang")
+    if lang != EDITIONS[edition]:
+        problems.append(f"<html lang={lang!r}>, expected {EDITIONS[edition]!r}")
+    links = visit.page.evaluate(
+        "() => Array.from(document.querySelectorAll('.tl-editions a'))"
+        ".map(a => [a.getAttribute('hreflang'), a.href])"
+    )
+    if len(links) != len(EDITIONS) - 1:
+        problems.append(f"language switcher has {len(links)} links: {links}")
+    page = path[len(edition) :]
+    for hreflang, href in links:
+        target = urlsplit(href).path.lstrip("/")
+        want = {v: k for k, v in EDITIONS.items()}.get(hreflang, "?") + page
+        if target != want or not (SITE / target).is_file():
+            problems.append(f"switcher link {hreflang} -> {target}, expected {want}")
+    if edition:
+        for text in visit.page.evaluate(ENGLISH_PROSE_JS)[:5]:
+            problems.append(f"English prose left in a Chinese page: {text!r}")
+    return problems
+
+
+@pytest.mark.parametrize("path", EDITION_PAGES)
 def test_page_works_offline(context, server, path):
     visit = Visit(context, server, path)
     try:
         audit = visit.page.evaluate(AUDIT_JS)
-        problems = []
+        problems = _edition_problems(visit, path)
         if visit.blocked:
             problems.append(
                 f"{len(visit.blocked)} requests to other hosts: {sorted(set(visit.blocked))[:5]}"
@@ -573,6 +634,48 @@ def test_search_finds_softmax(context, server):
         visit.close()
 
 
+@pytest.mark.parametrize(
+    ("edition", "word"),
+    [
+        ("zh_CN/", "残差"),
+        ("zh_CN/", "注意力"),
+        ("zh_CN/", "掩码"),
+        ("zh_CN/", "缓存"),
+        ("zh_TW/", "殘差"),
+        ("zh_TW/", "注意力"),
+        ("zh_TW/", "位置編碼"),
+    ],
+)
+def test_search_finds_chinese_words(context, server, edition, word):
+    """Sphinx's Chinese search (jieba, with the glossary as its dictionary) finds the
+    pages that use a word, even inside compounds such as 残差连接."""
+    visit = Visit(context, server, f"{edition}search.html?q={word}")
+    try:
+        page = visit.page
+        page.wait_for_function(
+            "() => document.querySelectorAll('#search-results ul.search li').length > 0"
+            " || /finished|did not match|no results|搜索完成|搜尋完成|没有|沒有/i"
+            ".test((document.querySelector('#search-results') || {}).textContent || '')",
+            timeout=20_000,
+        )
+        hrefs = page.locator("#search-results ul.search li > a").evaluate_all(
+            "els => els.map(a => a.href)"
+        )
+        assert hrefs, f"searching {word} on {edition} found nothing"
+        for href in hrefs[:3]:
+            target = SITE / urlsplit(href).path.lstrip("/")
+            assert target.is_file(), href
+            assert word in target.read_text(encoding="utf-8"), (
+                f"{href} was found for {word} but does not contain it"
+            )
+        SEARCH_HITS[f"{edition}{word}"] = [urlsplit(h).path for h in hrefs]
+    except Exception:
+        visit.shot(f"search-{word}")
+        raise
+    finally:
+        visit.close()
+
+
 def test_chinese_text_uses_a_cjk_font(context, server):
     """The glossary's Chinese terms are drawn with a CJK font (Simplified Chinese
     first), not as tofu."""
@@ -625,6 +728,39 @@ def test_launch_and_download_buttons(site):
         assert download, f"{path}: no download-.ipynb button"
         target = (site / Path(path).parent / download.group(1)).resolve()
         assert target.is_file(), f"{path}: download button points at missing {target}"
+
+
+@pytest.mark.parametrize("edition", [e for e in EDITIONS if e])
+def test_chinese_editions_download_chinese_notebooks(site, edition):
+    """A Chinese page's download button gives the notebook in its language: the same
+    code cells (so it runs as it is), Markdown translated from the catalog."""
+    cjk = re.compile(r"[\u3400-\u9fff]")
+    for source in _notebook_sources():
+        page = edition + source.relative_to(BOOK).with_suffix(".html").as_posix()
+        html = (site / page).read_text(encoding="utf-8")
+        link = re.search(r'href="([^"]*_sources/[^"]+\.ipynb)"', html)
+        assert link, f"{page} has no download link for its notebook"
+        target = (site / page).parent / link.group(1)
+        english = json.loads(source.read_text(encoding="utf-8"))
+        chinese = json.loads(target.read_text(encoding="utf-8"))
+        assert [c["source"] for c in chinese["cells"] if c["cell_type"] == "code"] == [
+            c["source"] for c in english["cells"] if c["cell_type"] == "code"
+        ], f"{target}: code cells differ from {source}"
+        markdown = [
+            "".join(c["source"])
+            for c in chinese["cells"]
+            if c["cell_type"] == "markdown"
+        ]
+        words = re.compile(r"(?:[A-Za-z]{2,}\W+){4,}")
+        neutral = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|^\(.*\)=$", re.S | re.M)
+        english_only = [
+            m[:80]
+            for m in markdown
+            if words.search(neutral.sub(" ", m)) and not cjk.search(m)
+        ]
+        assert not english_only, (
+            f"{target}: Markdown cells left in English: {english_only}"
+        )
 
 
 def test_notebooks_install_the_library_when_missing():
@@ -706,6 +842,8 @@ def test_report():
         )
     total = sum(r["figures"] for r in RESULTS.values())
     rows.append(f"\n{len(RESULTS)} pages, {total} interactive figures.")
+    for query, pages in SEARCH_HITS.items():
+        rows.append(f"\nsearch {query}: {len(pages)} pages, {', '.join(pages[:5])}")
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     REPORT.write_text("\n".join(rows) + "\n")
     assert all(r["own"] <= PAGE_BUDGET for r in RESULTS.values())

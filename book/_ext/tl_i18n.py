@@ -21,6 +21,7 @@ import re
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 # (language code, label in its own language); the first is the source edition
 EDITIONS = [("en", "English"), ("zh_CN", "简体中文"), ("zh_TW", "繁體中文")]
@@ -31,24 +32,65 @@ def edition_root(language: str | None) -> str:
     return "" if language in (None, "", "en") else f"{language}/"
 
 
-LETTER = re.compile(r"[^\W\d_]")
+# Latin letters: a cell that is already Chinese (the glossary's columns) is not prose
+# to translate
+LETTER = re.compile(r"[A-Za-z]")
+SCRIPT_SPAN = re.compile(r'<span lang="zh-Han[st]">[^<]*</span>')
 NEUTRAL_INLINE = (nodes.math, nodes.literal, nodes.raw)
 
 
 def is_language_neutral(node: nodes.Element) -> bool:
-    """True for a paragraph with no word outside math, code and cross-references:
-    a formula, a file name, a label. It reads the same in every edition."""
+    """True for a paragraph with no English word outside math, code and
+    cross-references: a formula, a file name, a label, a term already in Chinese. It
+    reads the same in every edition."""
+    if SCRIPT_SPAN.fullmatch(node.rawsource.strip()):  # a cell already in Chinese
+        return True
     text = []
     for child in node.findall(nodes.Text):
         ancestor, neutral = child.parent, False
         while ancestor is not None and ancestor is not node:
-            if isinstance(ancestor, NEUTRAL_INLINE) or ancestor.get("refdomain"):
+            # a bare {ref}`label` shows the target's (translated) title; a link
+            # with its own text, [the encoder layer](09_encoder.ipynb), is prose
+            bare_ref = ancestor.get("refdomain") and not ancestor.get("refexplicit")
+            if isinstance(ancestor, NEUTRAL_INLINE) or bare_ref:
                 neutral = True
                 break
             ancestor = ancestor.parent
         if not neutral:
             text.append(str(child))
     return not LETTER.search("".join(text))
+
+
+def give_subtitles_a_source(doctree: nodes.Node, source: str | None = None) -> None:
+    """sphinx-exercise builds its titles without a source, so Sphinx would not
+    translate them; give each subtitle (an exercise's own name) one."""
+    source = source or doctree.get("source")
+    for node in doctree.findall(nodes.subtitle):
+        if not node.source:
+            node.source = (node.parent.source if node.parent else None) or source
+            node.line = node.line or (node.parent.line if node.parent else 0)
+            node.rawsource = node.rawsource or node.astext()
+
+
+class ExtractExerciseNames(SphinxPostTransform):
+    """For the catalogs only: sphinx-exercise's post-transform folds each exercise's
+    name into a new title without a source, where the gettext builder would not see
+    it. Copy the names first into paragraphs the builder extracts; the Locale
+    transform then translates the subtitles themselves when the page is read."""
+
+    builders = ("gettext",)
+    default_priority = 5
+
+    def run(self, **kwargs) -> None:
+        source = self.document.get("source") or self.env.doc2path(self.env.docname)
+
+        for node in list(self.document.findall(nodes.subtitle)):
+            text = node.astext()
+            if text and node.get("translatable", True):
+                para = nodes.paragraph(text, text)
+                para.source, para.line = node.source or source, node.line or 0
+                para.uid = ""  # the gettext builder skips a node without one
+                self.document += para
 
 
 class KeepNeutralTextUntranslated(SphinxTransform):
@@ -66,11 +108,48 @@ class KeepNeutralTextUntranslated(SphinxTransform):
             if cell.get("nb_element") == "cell_code_output":
                 for node in cell.findall(nodes.Element):
                     node["translatable"] = False
+        give_subtitles_a_source(self.document)
         for node in self.document.findall(nodes.math_block):
             node["translatable"] = False
         for node in self.document.findall(nodes.paragraph):
             if is_language_neutral(node):
                 node["translatable"] = False
+
+
+# (docname, key) -> the glued value, as the notebook's own parse found it
+_GLUE_VALUES: dict[tuple[str, str], object] = {}
+
+
+def _patch_glue_lookup() -> None:
+    """Let ``{glue:text}`name``` work inside a translated paragraph.
+
+    Sphinx parses a translated paragraph as a small document of its own, which has
+    none of the notebook's outputs, so the glue roles there would find no value. Every
+    such role was resolved first in the English paragraph, during the notebook's own
+    parse: remember each value then, and fall back to it.
+    """
+    from myst_nb.core.variables import RetrievalError
+    from myst_nb.ext.glue import directives, roles, utils
+
+    original = utils.retrieve_glue_data
+    if getattr(original, "tl_i18n", False):
+        return
+
+    def retrieve_glue_data(document, key):
+        env = getattr(document.settings, "env", None)
+        docname = env.docname if env is not None else None
+        try:
+            value = original(document, key)
+        except RetrievalError:
+            if (docname, key) not in _GLUE_VALUES:
+                raise
+            return _GLUE_VALUES[(docname, key)]
+        _GLUE_VALUES[(docname, key)] = value
+        return value
+
+    retrieve_glue_data.tl_i18n = True
+    for module in (utils, roles, directives):
+        module.retrieve_glue_data = retrieve_glue_data
 
 
 def language_links(app: Sphinx, pagename: str) -> list[dict]:
@@ -104,5 +183,7 @@ def add_switcher(
 
 def setup(app: Sphinx) -> dict:
     app.add_transform(KeepNeutralTextUntranslated)
+    _patch_glue_lookup()
     app.connect("html-page-context", add_switcher)
+    app.add_post_transform(ExtractExerciseNames)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

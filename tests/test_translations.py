@@ -1,0 +1,203 @@
+"""The Chinese editions' catalogs: in step with the English pages, complete, and
+markup-safe; the Traditional edition's override table; the translated notebooks.
+
+When English text changes, its entry here no longer matches: run `make catalogs`,
+translate what became empty or fuzzy, and these tests pass again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import editions  # noqa: E402
+import po_check  # noqa: E402
+import translate_notebooks  # noqa: E402
+
+ZH_CN = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def read(path: Path):
+    with path.open("rb") as f:
+        return read_po(f)
+
+
+@pytest.fixture(scope="module")
+def pot_dir(tmp_path_factory) -> Path:
+    """The English messages of every page, extracted now (gettext builder)."""
+    out = tmp_path_factory.mktemp("gettext")
+    config = editions.edition_config(None, "gettext")
+    subprocess.run(
+        [str(editions.JB), "build", str(ROOT), "--config", str(config),
+         "--path-output", str(out), "--builder", "custom",
+         "--custom-builder", "gettext"],
+        check=True, capture_output=True, cwd=ROOT,
+    )  # fmt: skip
+    return out / "_build" / "gettext"
+
+
+def test_every_page_has_a_catalog_with_exactly_its_messages(pot_dir):
+    pots = sorted(pot_dir.rglob("*.pot"))
+    assert len(pots) >= len(NOTEBOOKS), pots
+    problems = []
+    for pot in pots:
+        rel = pot.relative_to(pot_dir).with_suffix(".po")
+        po = ZH_CN / rel
+        if not po.exists():
+            problems.append(f"{rel}: no zh_CN catalog (run `make catalogs`)")
+            continue
+        want = {str(m.id) for m in read(pot) if m.id}
+        have = {str(m.id) for m in read(po) if m.id}
+        for msgid in sorted(want - have):
+            problems.append(f"{rel}: new English text not in the catalog: {msgid:.80}")
+        for msgid in sorted(have - want):
+            problems.append(f"{rel}: the catalog has text the page lost: {msgid:.80}")
+    orphans = {p.relative_to(ZH_CN).with_suffix(".pot") for p in ZH_CN.rglob("*.po")}
+    orphans -= {p.relative_to(pot_dir) for p in pots}
+    problems += [f"{o}: a catalog for a page that does not exist" for o in orphans]
+    assert not problems, "run `make catalogs`:\n" + "\n".join(problems)
+
+
+def test_catalogs_are_complete_and_markup_safe():
+    """100 % translated, 0 fuzzy, 0 obsolete; roles, math, code and link targets as in
+    the English; no emphasis CommonMark would leave as literal asterisks."""
+    problems = [p for path in po_check.catalogs() for p in po_check.check_file(path)]
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:60])
+
+
+@pytest.mark.parametrize(
+    ("msgid", "msgstr", "complaint"),
+    [
+        ("See {ref}`ch-qkv` and eq. {eq}`eq-q`.", "见 {ref}`ch-qkv`。", "roles"),
+        ("With $x_i$ and $y$ here, and more words", "有 $x_i$ 和 $z$", "math"),
+        ("Call `tl.softmax` on the rows here", "对各行调用 `softmax`", "code"),
+        ("Read [chapter 8](08_pe.ipynb) next.", "接着读[第 8 章](08.ipynb)。", "links"),
+        ("The **attention** part. Then more", "**注意力。**然后", "emphasis"),
+        ("Attention lets every token collect information", "", "not translated"),
+        ("Attention lets every token collect information", "Attention lets", "English"),
+    ],
+)
+def test_the_checker_catches_each_kind_of_mistake(msgid, msgstr, complaint):
+    problems = po_check.check_entry(msgid, msgstr)
+    assert any(complaint in p for p in problems), problems
+
+
+def test_the_checker_accepts_a_faithful_translation():
+    msgid = (
+        "Read one row at a time, {eq}`eq-q` says $q_i = x_i W_Q$; see "
+        "{ref}`the glossary <app-glossary>` and [chapter 8](08_pe.ipynb), "
+        "`tl.softmax` and **the mask**."
+    )
+    msgstr = (
+        "逐行来读，{eq}`eq-q` 说的是 $q_i = x_i W_Q$；"
+        "参见 {ref}`术语表 <app-glossary>` 和[第 8 章](08_pe.ipynb)、"
+        "`tl.softmax` 以及**掩码**。"
+    )
+    assert po_check.check_entry(msgid, msgstr) == []
+
+
+# --------------------------------------------------------------- zh_TW overrides
+@pytest.mark.parametrize(
+    "row", editions.ZH_TW_OVERRIDES, ids=[r[0] for r in editions.ZH_TW_OVERRIDES]
+)
+def test_each_override_corrects_what_opencc_really_says(row):
+    import opencc
+
+    simplified, opencc_says, ours, reason = row
+    assert opencc.OpenCC("s2twp").convert(simplified) == opencc_says, (
+        f"OpenCC no longer turns {simplified} into {opencc_says}: update the table"
+    )
+    assert ours != opencc_says and CJK.search(ours) and len(reason) > 10
+    assert editions.to_taiwan(simplified) == ours
+    # and inside a sentence, next to other words
+    assert ours in editions.to_taiwan(f"模型里的{simplified}很重要")
+
+
+def test_no_overridden_phrase_survives_in_the_traditional_catalogs():
+    import opencc
+
+    converter = opencc.OpenCC("s2twp")
+    leftovers = []
+    for path in po_check.catalogs():
+        for m in read(path):
+            if m.id and m.string:
+                tw = editions.to_taiwan(str(m.string), converter)
+                for _, opencc_says, _, _ in editions.ZH_TW_OVERRIDES:
+                    if opencc_says in tw:
+                        leftovers.append(f"{path.name}: {opencc_says} in {tw[:60]}")
+    assert not leftovers, "\n".join(leftovers)
+
+
+def test_conversion_leaves_markup_alone():
+    text = "“残差连接”的参数：{eq}`eq-q`、$\\text{参数}$、`参数`、[参数](01_参数.ipynb)"
+    tw = editions.to_taiwan(text)
+    want = "「殘差連接」的參數：{eq}`eq-q`、$\\text{参数}$、"
+    assert tw == want + "`参数`、[參數](01_参数.ipynb)"
+
+
+def test_glossary_traditional_column_is_what_the_zh_tw_edition_writes():
+    """The glossary's Traditional cell is the term the zh_TW pages use: OpenCC's
+    conversion of the Simplified cell with the override table (empty when equal)."""
+    rows = re.findall(
+        r'^\| \*\*(.+?)\*\* \| <span lang="zh-Hans">([^<]+)</span> \| '
+        r'(?:<span lang="zh-Hant">([^<]+)</span>)? \|',
+        (ROOT / "book" / "glossary.md").read_text(encoding="utf-8"),
+        flags=re.M,
+    )
+    assert len(rows) > 100
+    wrong = []
+    for term, hans, hant in rows:
+        want = editions.to_taiwan(hans)
+        got = hant or hans
+        if got != want:
+            wrong.append(
+                f"{term}: {hans} -> zh_TW edition writes {want}, glossary {got}"
+            )
+    assert not wrong, "\n".join(wrong)
+
+
+# ------------------------------------------------------------ Chinese notebooks
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_translated_notebook_replaces_every_block_and_keeps_the_code(notebook, pot_dir):
+    """With a stand-in catalog (every message marked), each message of the page is
+    found in the notebook's Markdown and replaced; code cells are unchanged."""
+    pot = pot_dir / "book" / f"{notebook.stem}.pot"
+    toc_captions = {
+        c["caption"]
+        for c in __import__("yaml").safe_load(
+            (ROOT / "_toc.yml").read_text(encoding="utf-8")
+        )["parts"]
+    }
+    lookup = {
+        str(m.id): f"【译】{m.id}"
+        for m in read(pot)
+        if m.id and str(m.id) not in toc_captions
+    }
+    used: set[str] = set()
+    source = json.loads(notebook.read_text(encoding="utf-8"))
+    out = translate_notebooks.translate_notebook(source, lookup, used)
+    missing = sorted(set(lookup) - used)
+    assert not missing, f"{len(missing)} messages not found, e.g. {missing[:3]}"
+    for a, b in zip(source["cells"], out["cells"], strict=True):
+        assert a["cell_type"] == b["cell_type"]
+        if a["cell_type"] == "code":
+            assert a["source"] == b["source"]
+        elif "".join(a["source"]).strip():
+            assert "".join(b["source"]).strip()
+    marked = sum(
+        "".join(c["source"]).count("【译】")
+        for c in out["cells"]
+        if c["cell_type"] == "markdown"
+    )
+    assert marked >= len(lookup)

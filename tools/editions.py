@@ -1,0 +1,278 @@
+"""Build the book's Chinese editions from the English notebooks and the catalogs.
+
+    python tools/editions.py catalogs        # English changed: refresh locales/zh_CN
+    python tools/editions.py build zh_CN zh_TW
+
+``make book`` builds English into ``_build/html`` first, executing every notebook into
+the jupyter-cache at ``_build/.jupyter_cache``; then ``build`` builds each edition
+from the same notebooks with that cache, so the code runs once and every edition
+shows the same outputs. An edition is written to ``_build/html/<language>/``.
+
+* zh_CN is translated by hand, in ``locales/zh_CN/LC_MESSAGES/**/*.po``.
+* zh_TW is derived from zh_CN at build time with OpenCC (s2twp: Traditional characters
+  and Taiwan phrases), then ``ZH_TW_OVERRIDES`` corrects the few places where OpenCC's
+  everyday choice is wrong for this field. Its catalogs go to ``_build/locales``.
+
+Each edition's download button gives its own notebook: the English notebook with every
+Markdown cell translated from the catalog (``tools/translate_notebooks.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "_build"
+LOCALES = ROOT / "locales"
+DERIVED_LOCALES = BUILD / "locales"
+EDITIONS_DIR = BUILD / "editions"
+JB = Path(sys.executable).parent / "jupyter-book"
+
+TITLES = {
+    "zh_CN": "逐个公式读懂 Transformer",
+    "zh_TW": "逐個公式讀懂 Transformer",
+}
+# myst-nb's toggle on hidden code cells; {type} would print the English "source"
+CODE_PROMPTS = {
+    "zh_CN": ("显示代码", "隐藏代码"),
+    "zh_TW": ("顯示程式碼", "隱藏程式碼"),
+}
+SEARCH_PLACEHOLDER = {"zh_CN": "搜索本书……", "zh_TW": "搜尋本書……"}
+
+# Where OpenCC's everyday Taiwan phrase is wrong for this field: (Simplified term, what
+# s2twp makes of it, what this book writes, why). tests/test_translations.py checks that
+# s2twp still gives the second column, so the table cannot go stale silently. Applied to
+# the converted text (outside code, math and roles), longest first.
+ZH_TW_OVERRIDES: list[tuple[str, str, str, str]] = [
+    ("残差连接", "殘差連線", "殘差連接",
+     "連線 is a network connection; a residual path is 連接"),
+    ("参数", "引數", "參數",
+     "a model's parameters are 參數; 引數 is a function call's argument"),
+    ("算子", "運算元", "運算子",
+     "an operator (kernel) is 運算子; 運算元 is an operand"),
+    ("激活函数", "啟用函式", "激活函數",
+     "the activation function of a network, as both source articles write it"),
+    ("函数", "函式", "函數",
+     "a mathematical function (softmax, sine, activation) is 函數 in Taiwan too"),
+    ("显存", "視訊記憶體", "顯示卡記憶體", "a GPU's memory, not video memory"),
+]  # fmt: skip
+# Taiwan typesetting quotes
+ZH_TW_QUOTES = {"“": "「", "”": "」", "‘": "『", "’": "』"}
+
+# roles, math, inline code, link targets, and text already marked as Simplified or
+# Traditional: never converted
+PROTECTED = re.compile(
+    r'<span lang="zh-Han[st]">[^<]*</span>|'
+    r"\{[\w:.-]+\}`[^`]*`|\$\$.+?\$\$|\$[^$]+\$|`[^`]*`|\]\([^)\s]+\)|<[^<>]+>",
+    re.S,
+)
+REF_WITH_TEXT = re.compile(r"(\{(?:ref|numref|doc|term)\}`)([^`<]+)(<[^<>`]+>`)")
+
+
+def run(cmd: list[str], **kw) -> None:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    subprocess.run([str(c) for c in cmd], check=True, cwd=ROOT, **kw)
+
+
+def edition_config(language: str | None, mode: str) -> Path:
+    """A copy of _config.yml for one edition, with absolute paths (jupyter-book reads
+    relative ones from the config file's directory)."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    sphinx = config.setdefault("sphinx", {})
+    sphinx["local_extensions"] = {
+        k: str(ROOT / v) for k, v in sphinx.get("local_extensions", {}).items()
+    }
+    config["bibtex_bibfiles"] = [str(ROOT / b) for b in config["bibtex_bibfiles"]]
+    cfg = sphinx.setdefault("config", {})
+    cfg["html_static_path"] = [str(ROOT / p) for p in cfg.get("html_static_path", [])]
+    cfg["templates_path"] = [str(ROOT / p) for p in cfg.get("templates_path", [])]
+    config["execute"]["cache"] = str(ROOT / config["execute"]["cache"])
+    if mode == "gettext":
+        config["execute"]["execute_notebooks"] = "off"
+        cfg.update(gettext_compact=False, gettext_uuid=False, gettext_location=False)
+    else:
+        config["title"] = TITLES[language]
+        config["only_build_toc_files"] = True
+        locale_dir = LOCALES if language == "zh_CN" else DERIVED_LOCALES
+        cfg.update(
+            language=language,
+            locale_dirs=[str(locale_dir)],
+            gettext_compact=False,
+            nb_code_prompt_show=CODE_PROMPTS[language][0],
+            nb_code_prompt_hide=CODE_PROMPTS[language][1],
+            html_search_options={"dict": str(search_dictionary(language))},
+        )
+        cfg.setdefault("html_theme_options", {})["search_bar_text"] = (
+            SEARCH_PLACEHOLDER[language]
+        )
+    out = EDITIONS_DIR / (language or "gettext")
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "_config.yml"
+    path.write_text(
+        yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8"
+    )
+    return path
+
+
+# ----------------------------------------------------------------------- catalogs
+def extract() -> Path:
+    """The English message catalogs (.pot) of every page."""
+    config = edition_config(None, "gettext")
+    out = EDITIONS_DIR / "gettext"
+    shutil.rmtree(out / "_build", ignore_errors=True)
+    run(
+        [JB, "build", ".", "--config", config, "--path-output", out, "--builder",
+         "custom", "--custom-builder", "gettext"]
+    )  # fmt: skip
+    return out / "_build" / "gettext"
+
+
+def update_catalogs() -> None:
+    """Refresh locales/zh_CN from the English pages: new entries appear empty, changed
+    ones become fuzzy, removed ones obsolete (tools/po_check.py then fails)."""
+    pot = extract()
+    run(
+        [Path(sys.executable).parent / "sphinx-intl", "update", "-p", pot, "-l",
+         "zh_CN", "-d", LOCALES, "-w", "88"]
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------- Traditional
+def to_taiwan(text: str, converter=None) -> str:
+    """Simplified -> Traditional (Taiwan) outside code, math and roles."""
+    if converter is None:
+        import opencc
+
+        converter = opencc.OpenCC("s2twp")
+    fixes = sorted(
+        ((opencc_says, ours) for _, opencc_says, ours, _ in ZH_TW_OVERRIDES),
+        key=lambda fix: len(fix[0]),
+        reverse=True,
+    )
+
+    def convert(part: str) -> str:
+        part = converter.convert(part)
+        for opencc_says, ours in fixes:
+            part = part.replace(opencc_says, ours)
+        for a, b in ZH_TW_QUOTES.items():
+            part = part.replace(a, b)
+        return part
+
+    pieces, last = [], 0
+    for m in PROTECTED.finditer(text):
+        pieces.append(convert(text[last : m.start()]))
+        shown = REF_WITH_TEXT.fullmatch(m.group(0))
+        if shown:  # {ref}`文字 <label>`: the text is prose, the label is not
+            pieces.append(shown.group(1) + convert(shown.group(2)) + shown.group(3))
+        else:
+            pieces.append(m.group(0))
+        last = m.end()
+    pieces.append(convert(text[last:]))
+    return "".join(pieces)
+
+
+def derive_zh_tw() -> int:
+    """Write _build/locales/zh_TW from locales/zh_CN; returns the number of entries."""
+    import opencc
+    from babel.messages.pofile import read_po, write_po
+
+    converter = opencc.OpenCC("s2twp")
+    src = LOCALES / "zh_CN" / "LC_MESSAGES"
+    dst = DERIVED_LOCALES / "zh_TW" / "LC_MESSAGES"
+    shutil.rmtree(dst, ignore_errors=True)
+    n = 0
+    for po in sorted(src.rglob("*.po")):
+        with po.open("rb") as f:
+            catalog = read_po(f, locale="zh_CN")
+        catalog.locale = "zh_TW"
+        for message in catalog:
+            if message.id and message.string:
+                message.string = to_taiwan(message.string, converter)
+                n += 1
+        target = dst / po.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("wb") as f:
+            write_po(f, catalog, width=88)
+    return n
+
+
+# ------------------------------------------------------------------------- search
+def glossary_terms(language: str) -> list[str]:
+    """The glossary's Chinese terms, split at its brackets and slashes."""
+    text = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    terms = set()
+    for cell in re.findall(r'<span lang="zh-Hans">([^<]+)</span>', text):
+        for word in re.split(r"[（）()/／、，\s]+", cell):
+            if re.search(r"[\u3400-\u9fff]", word):
+                terms.add(word)
+    if language == "zh_TW":
+        terms = {to_taiwan(t) for t in terms}
+    return sorted(terms)
+
+
+def search_dictionary(language: str) -> Path:
+    """A jieba user dictionary of the glossary's terms, so that 残差连接 is found
+    by 残差 and the Traditional terms are cut as words too."""
+    path = EDITIONS_DIR / language / "search_dict.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for term in glossary_terms(language):
+        lines.append(f"{term} 2000 n")
+        # the parts of a compound term are words too (残差 in 残差连接)
+        if len(term) >= 4:
+            for part in (term[:2], term[2:]):
+                lines.append(f"{part} 1000 n")
+    path.write_text("\n".join(dict.fromkeys(lines)) + "\n", encoding="utf-8")
+    return path
+
+
+# -------------------------------------------------------------------------- build
+def build(language: str) -> float:
+    start = time.perf_counter()
+    if language == "zh_TW":
+        derive_zh_tw()
+    config = edition_config(language, "html")
+    out = EDITIONS_DIR / language
+    shutil.rmtree(out / "_build", ignore_errors=True)
+    run(
+        [JB, "build", ".", "--config", config, "--path-output", out, "-W", "-n",
+         "--keep-going"]
+    )  # fmt: skip
+    target = BUILD / "html" / language
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.move(str(out / "_build" / "html"), target)
+    from translate_notebooks import translate_site_notebooks
+
+    translate_site_notebooks(language, target)
+    seconds = time.perf_counter() - start
+    print(f"edition {language}: built in {seconds:.0f} s -> {target}")
+    return seconds
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__)
+        return 2
+    os.chdir(ROOT)
+    sys.path.insert(0, str(Path(__file__).parent))
+    if argv[0] == "catalogs":
+        update_catalogs()
+    elif argv[0] == "build":
+        for language in argv[1:] or ["zh_CN", "zh_TW"]:
+            build(language)
+    else:
+        print(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

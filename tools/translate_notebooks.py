@@ -1,0 +1,182 @@
+"""Write a chapter notebook in another language: the English notebook with each
+Markdown paragraph, heading, list item and table cell replaced by its translation from
+the edition's catalog. Code cells stay as they are (and carry no outputs), so the
+notebook runs as it is.
+
+    python tools/translate_notebooks.py zh_CN book/01_qkv.ipynb out.ipynb
+
+The Sphinx message of a block is its Markdown source with newlines made spaces, so
+each block is found again by parsing the cell with the same MyST Markdown parser and
+using the line numbers of its tokens. ``tools/editions.py`` calls
+``translate_site_notebooks`` to put these notebooks behind each edition's download
+button (``_sources/book/*.ipynb``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from babel.messages.pofile import read_po
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCALES = {"zh_CN": ROOT / "locales", "zh_TW": ROOT / "_build" / "locales"}
+EXTENSIONS = ["amsmath", "dollarmath", "colon_fence", "deflist", "substitution"]
+
+
+def load_catalog(language: str, docname: str) -> dict[str, str]:
+    path = LOCALES[language] / language / "LC_MESSAGES" / f"{docname}.po"
+    if not path.exists():
+        return {}
+    with path.open("rb") as f:
+        catalog = read_po(f)
+    return {
+        str(m.id): str(m.string) for m in catalog if m.id and m.string and not m.fuzzy
+    }
+
+
+def _parser():
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+
+    config = MdParserConfig(enable_extensions=set(EXTENSIONS))
+    return create_md_parser(config, RendererHTML)
+
+
+_MD = None
+
+
+def message(text: str) -> str:
+    """What Sphinx's gettext builder takes as the message of a block."""
+    return text.replace("\n", " ").strip()
+
+
+def translate_markdown(source: str, lookup: dict[str, str], used: set[str]) -> str:
+    global _MD
+    if _MD is None:
+        _MD = _parser()
+    lines = source.split("\n")
+    tokens = _MD.parse(source)
+    edits: list[tuple[int, int, list[str]]] = []
+
+    def translated(text: str) -> str | None:
+        key = message(text)
+        if key in lookup:
+            used.add(key)
+            return lookup[key]
+        return None
+
+    in_row, row_map = False, None
+    for i, tok in enumerate(tokens):
+        if tok.type == "tr_open":
+            in_row, row_map = True, tok.map
+            row_line = lines[tok.map[0]]
+            continue
+        if tok.type == "tr_close":
+            if row_map and row_line != lines[row_map[0]]:
+                edits.append((row_map[0], row_map[0] + 1, [row_line]))
+            in_row, row_map = False, None
+            continue
+        if in_row and tok.type == "inline":
+            new = translated(tok.content)
+            if new is not None and tok.content.strip():
+                cells = re.split(r"(?<!\\)\|", row_line)
+                for j, cell in enumerate(cells):
+                    if cell.strip() == tok.content.strip():
+                        cells[j] = cell.replace(tok.content.strip(), new, 1)
+                        break
+                row_line = "|".join(cells)
+            continue
+        if tok.type in ("fence", "colon_fence") and tok.info.strip().startswith("{"):
+            # a directive: its body is Markdown again; its argument may be a title
+            if tok.map is None:
+                continue
+            start, end = tok.map
+            head = lines[start]
+            arg = re.match(r"^(\s*[`:~]{3,}\s*\{[^}]+\}\s*)(.*)$", head)
+            if arg and arg.group(2).strip():
+                new = translated(arg.group(2))
+                if new is not None:
+                    head = arg.group(1) + new
+            body_end = end - 1 if end - 1 > start else end
+            options = start + 1  # ":class: tip" lines are options, not Markdown
+            while options < body_end and re.match(r"^\s*:[\w-]+:", lines[options]):
+                options += 1
+            body = "\n".join(lines[options:body_end])
+            new_body = translate_markdown(body, lookup, used) if body else None
+            edits.append(
+                (
+                    start,
+                    body_end,
+                    [head, *lines[start + 1 : options]]
+                    + (new_body.split("\n") if new_body is not None else []),
+                )
+            )
+            continue
+        if tok.type == "inline" and i > 0 and tokens[i - 1].map is not None:
+            opener = tokens[i - 1]
+            if opener.type not in ("paragraph_open", "heading_open", "dt_open"):
+                continue
+            new = translated(tok.content)
+            if new is None:
+                continue
+            start, end = opener.map
+            first = tok.content.split("\n")[0]
+            at = lines[start].find(first)
+            prefix = lines[start][: max(at, 0)]
+            edits.append((start, end, [prefix + new]))
+    for start, end, new_lines in sorted(edits, key=lambda e: e[0], reverse=True):
+        lines[start:end] = new_lines
+    return "\n".join(lines)
+
+
+def translate_notebook(
+    notebook: dict, lookup: dict[str, str], used: set[str] | None = None
+) -> dict:
+    used = set() if used is None else used
+    out = json.loads(json.dumps(notebook))
+    for cell in out["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        source = "".join(cell["source"])
+        new = translate_markdown(source, lookup, used)
+        cell["source"] = [line + "\n" for line in new.split("\n")]
+        cell["source"][-1] = cell["source"][-1][:-1]
+    out.setdefault("metadata", {})["language_info"] = out["metadata"].get(
+        "language_info", {"name": "python"}
+    )
+    return out
+
+
+def translate_site_notebooks(language: str, site: Path) -> dict[str, tuple[int, int]]:
+    """Replace the English notebooks behind an edition's download buttons; returns
+    {docname: (catalog entries used, catalog entries)}."""
+    stats = {}
+    for src in sorted((ROOT / "book").glob("*.ipynb")):
+        docname = f"book/{src.stem}"
+        target = site / "_sources" / "book" / src.name
+        if not target.exists():
+            continue
+        lookup = load_catalog(language, docname)
+        used: set[str] = set()
+        notebook = json.loads(src.read_text(encoding="utf-8"))
+        translated = translate_notebook(notebook, lookup, used)
+        target.write_text(
+            json.dumps(translated, ensure_ascii=False, indent=1) + "\n",
+            encoding="utf-8",
+        )
+        stats[docname] = (len(used), len(lookup))
+    return stats
+
+
+if __name__ == "__main__":
+    language, src, dst = sys.argv[1:4]
+    docname = str(Path(src).with_suffix("")).replace("\\", "/")
+    lookup = load_catalog(language, docname)
+    used: set[str] = set()
+    nb = translate_notebook(json.loads(Path(src).read_text("utf-8")), lookup, used)
+    Path(dst).write_text(json.dumps(nb, ensure_ascii=False, indent=1) + "\n", "utf-8")
+    print(f"{len(used)} of {len(lookup)} catalog entries used")
