@@ -89,6 +89,11 @@ def check_entry(msgid: str, msgstr: str) -> list[str]:
         and not (msgstr == msgid and re.fullmatch(r"\*\*[^*]+\*\*", msgid))
     ):  # a glossary's English term stays English
         problems.append("left in English")
+    if re.match(r"\d+[.)] ", msgstr):
+        problems.append(
+            "starts like a numbered list item: Sphinx re-parses a translated title "
+            "as Markdown, so write the number as 7\\. to keep it a title"
+        )
     if stray_asterisks(msgstr) > stray_asterisks(msgid):
         problems.append(
             "emphasis marker next to punctuation and a letter: CommonMark will not "

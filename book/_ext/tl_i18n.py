@@ -181,9 +181,35 @@ def add_switcher(
     context["tl_editions"] = language_links(app, pagename)
 
 
+def translate_toc_captions(app: Sphinx, doctree: nodes.document) -> None:
+    """Translate the part captions of the table of contents.
+
+    sphinx-external-toc adds the toctrees from _toc.yml after Sphinx's Locale
+    transform has run, so their captions would stay English; look them up in the
+    page's catalog here, before the toctree collector stores them.
+    """
+    if not app.config.language or app.config.language == "en":
+        return
+    from sphinx import addnodes
+    from sphinx.locale import init as init_locale
+    from sphinx.util.i18n import docname_to_domain
+
+    domain = docname_to_domain(app.env.docname, app.config.gettext_compact)
+    dirs = [posixpath.join(app.srcdir, d) for d in app.config.locale_dirs]
+    catalog, has_catalog = init_locale(dirs, app.config.language, domain)
+    if not has_catalog:
+        return
+    for toctree in doctree.findall(addnodes.toctree):
+        caption = toctree.get("caption")
+        if caption and catalog.gettext(caption) != caption:
+            toctree["rawcaption"] = caption
+            toctree["caption"] = catalog.gettext(caption)
+
+
 def setup(app: Sphinx) -> dict:
     app.add_transform(KeepNeutralTextUntranslated)
     _patch_glue_lookup()
     app.connect("html-page-context", add_switcher)
+    app.connect("doctree-read", translate_toc_captions, priority=400)
     app.add_post_transform(ExtractExerciseNames)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
