@@ -85,7 +85,9 @@ class ExtractExerciseNames(SphinxPostTransform):
         source = self.document.get("source") or self.env.doc2path(self.env.docname)
 
         for node in list(self.document.findall(nodes.subtitle)):
-            text = node.astext()
+            # the source's text (set when read, before smart quotes), as the
+            # Locale transform looks it up
+            text = node.rawsource or node.astext()
             if text and node.get("translatable", True):
                 para = nodes.paragraph(text, text)
                 para.source, para.line = node.source or source, node.line or 0
