@@ -24,6 +24,7 @@ import http.server
 import json
 import os
 import re
+import sys
 import threading
 import time
 from pathlib import Path
@@ -221,11 +222,8 @@ class Visit:
     def bytes_own(self) -> int:
         """The page's own content: everything but the shared theme/MathJax files and the
         search index."""
-        return sum(
-            n
-            for p, n in self.served
-            if not p.startswith("/_static/") and p != "/searchindex.js"
-        )
+        shared = re.compile(r"^/(?:zh_CN/|zh_TW/)?(?:_static/|searchindex\.js$)")
+        return sum(n for p, n in self.served if not shared.match(p))
 
     def shot(self, name: str) -> Path:
         SHOTS.mkdir(parents=True, exist_ok=True)
@@ -728,6 +726,51 @@ def test_launch_and_download_buttons(site):
         assert download, f"{path}: no download-.ipynb button"
         target = (site / Path(path).parent / download.group(1)).resolve()
         assert target.is_file(), f"{path}: download button points at missing {target}"
+
+
+def test_figure_catalog_has_exactly_the_words_of_the_figures(site):
+    """locales/zh_CN/LC_MESSAGES/figures.po holds every title, control label and option
+    of the English site's interactive figures, and nothing else (`make catalogs`
+    refreshes it)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import editions
+    from babel.messages.pofile import read_po
+
+    words = editions.site_figure_words(site)
+    path = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "figures.po"
+    with path.open("rb") as f:
+        catalog = {str(m.id) for m in read_po(f) if m.id}
+    assert words, "no interactive figure on the English site"
+    assert set(words) == catalog, (
+        f"run `make catalogs`: missing {sorted(set(words) - catalog)[:5]}, "
+        f"stale {sorted(catalog - set(words))[:5]}"
+    )
+
+
+@pytest.mark.parametrize("edition", [e for e in EDITIONS if e])
+def test_figure_words_are_translated(site, edition):
+    """On a Chinese page, the interactive figures' titles, labels and options are the
+    catalog's translations (example sentences and numbers are data and stay)."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from babel.messages.pofile import read_po
+    from tl_i18n import figure_words
+
+    path = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "figures.po"
+    with path.open("rb") as f:
+        data = {str(m.id) for m in read_po(f) if m.id and "data" in m.user_comments}
+    cjk = re.compile(r"[\u3400-\u9fff]")
+    english, checked = [], 0
+    for page in PAGES:
+        en = figure_words((site / page).read_text(encoding="utf-8"))
+        zh = figure_words((site / (edition + page)).read_text(encoding="utf-8"))
+        assert len(en) == len(zh), f"{edition}{page}: figures differ in structure"
+        for a, b in zip(en, zh, strict=True):
+            checked += 1
+            if a == b and a not in data and re.search(r"[A-Za-z]{2,}", a):
+                if not cjk.search(b) and len(re.findall(r"[A-Za-z]{2,}", a)) > 1:
+                    english.append(f"{page}: {a}")
+    assert checked > 100, checked
+    assert not english, f"figure words left in English on {edition}: {english[:5]}"
 
 
 @pytest.mark.parametrize("edition", [e for e in EDITIONS if e])

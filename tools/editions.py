@@ -143,6 +143,55 @@ def update_catalogs() -> None:
         [Path(sys.executable).parent / "sphinx-intl", "update", "-p", pot, "-l",
          "zh_CN", "-d", LOCALES, "-w", "88"]
     )  # fmt: skip
+    update_figure_catalog()
+
+
+def site_figure_words(site: Path = BUILD / "html") -> dict[str, list[str]]:
+    """{words: [pages]} of every interactive figure of the English site."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from tl_i18n import figure_words
+
+    pages = sorted((site / "book").glob("*.html"))
+    if not pages:
+        raise SystemExit(f"no English site in {site}: run `make book` first")
+    found: dict[str, list[str]] = {}
+    for page in pages:
+        for words in figure_words(page.read_text(encoding="utf-8")):
+            found.setdefault(words, [])
+            if page.stem not in found[words]:
+                found[words].append(page.stem)
+    return found
+
+
+def update_figure_catalog(language: str = "zh_CN") -> Path:
+    """locales/<language>/LC_MESSAGES/figures.po: the words of the interactive figures,
+    taken from the built English site; translations kept, new words empty, words no
+    longer on the site obsolete."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import read_po, write_po
+
+    path = LOCALES / language / "LC_MESSAGES" / "figures.po"
+    old = {}
+    if path.exists():
+        with path.open("rb") as f:
+            old = {str(m.id): m for m in read_po(f) if m.id}
+    catalog = Catalog(locale=language, project="The Transformer, Formula by Formula")
+    words = site_figure_words()
+    for text, pages in words.items():
+        before = old.get(text)
+        catalog.add(
+            text,
+            before.string if before else "",
+            locations=[(f"book/{p}", 0) for p in pages],
+            user_comments=before.user_comments if before else [],
+            flags=before.flags if before else (),
+        )
+    for text, message in old.items():
+        if text not in words:
+            catalog.obsolete[text] = message
+    with path.open("wb") as f:
+        write_po(f, catalog, width=88)
+    return path
 
 
 # --------------------------------------------------------------------- Traditional
@@ -201,6 +250,25 @@ def derive_zh_tw() -> int:
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("wb") as f:
             write_po(f, catalog, width=88)
+    # sphinx-exercise's own words ("Exercise", "Solution to"), which it ships for
+    # zh_CN only; book/_ext/tl_i18n.py registers the result
+    import sphinx_exercise
+    from babel.messages.mofile import write_mo
+
+    src_po = (
+        Path(sphinx_exercise.__file__).parent
+        / "translations/locales/zh_CN/LC_MESSAGES/exercise.po"
+    )
+    with src_po.open("rb") as f:
+        catalog = read_po(f, locale="zh_CN")
+    catalog.locale = "zh_TW"
+    for message in catalog:
+        if message.id and message.string:
+            message.string = to_taiwan(message.string, converter)
+    with (dst / "exercise.po").open("wb") as f:
+        write_po(f, catalog, width=88)
+    with (dst / "exercise.mo").open("wb") as f:
+        write_mo(f, catalog)
     return n
 
 

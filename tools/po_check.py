@@ -71,7 +71,7 @@ def needs_words(msgid: str) -> bool:
     return len(re.findall(r"[A-Za-z]{2,}", plain)) > 3
 
 
-def check_entry(msgid: str, msgstr: str) -> list[str]:
+def check_entry(msgid: str, msgstr: str, data: bool = False) -> list[str]:
     problems = []
     if not msgstr.strip():
         return ["not translated"]
@@ -86,8 +86,8 @@ def check_entry(msgid: str, msgstr: str) -> list[str]:
     if (
         needs_words(msgid)
         and not CJK.search(msgstr)
-        and not (msgstr == msgid and re.fullmatch(r"\*\*[^*]+\*\*", msgid))
-    ):  # a glossary's English term stays English
+        and not (msgstr == msgid and (re.fullmatch(r"\*\*[^*]+\*\*", msgid) or data))
+    ):  # a glossary's English term, and data (example sentences), stay English
         problems.append("left in English")
     if re.match(r"\d+[.)] ", msgstr):
         problems.append(
@@ -112,7 +112,8 @@ def check_file(path: Path) -> list[str]:
         where = f"{path.relative_to(ROOT)}: {str(message.id)[:70]!r}"
         if message.fuzzy:
             problems.append(f"{where}: fuzzy")
-        for p in check_entry(str(message.id), str(message.string or "")):
+        data = "data" in message.user_comments  # "# data": kept as it is, on purpose
+        for p in check_entry(str(message.id), str(message.string or ""), data):
             problems.append(f"{where}: {p}")
     for message in catalog.obsolete.values():
         problems.append(f"{path.relative_to(ROOT)}: obsolete entry {message.id!r:.70}")

@@ -175,6 +175,66 @@ def language_links(app: Sphinx, pagename: str) -> list[dict]:
     return links
 
 
+# The words of the kernel-free interactive figures: title, control labels, options.
+# Their HTML is a code cell's output, computed once in English; each edition replaces
+# these words from its catalog figures.po (tools/editions.py extracts them).
+FIGURE_WORDS = re.compile(
+    r'(class="tl-explorer-title[^"]*"[^>]*>)(?P<a>.*?)(</div>)'
+    r'|(class="tl-ctl-label[^"]*">)(?P<b>.*?)(</span>)'
+    r"|(<option[^>]*>)(?P<c>.*?)(</option>)",
+    re.S,
+)
+FIGURE_CATALOG = "figures"
+
+
+def figure_words(html: str) -> list[str]:
+    return [next(g for g in m.group("a", "b", "c") if g is not None) for m in
+            FIGURE_WORDS.finditer(html)]  # fmt: skip
+
+
+def translate_figure_words(html: str, table: dict[str, str]) -> str:
+    def swap(m: re.Match) -> str:
+        groups = m.groups()
+        for i in (0, 3, 6):
+            if groups[i + 1] is not None:
+                text = groups[i + 1]
+                return groups[i] + table.get(text, text) + groups[i + 2]
+        return m.group(0)
+
+    return FIGURE_WORDS.sub(swap, html)
+
+
+_FIGURE_TABLES: dict[str, dict[str, str]] = {}
+
+
+def figure_table(app: Sphinx) -> dict[str, str]:
+    language = app.config.language
+    if language not in _FIGURE_TABLES:
+        from babel.messages.pofile import read_po
+
+        table = {}
+        for d in app.config.locale_dirs:
+            path = posixpath.join(
+                app.srcdir, d, language, "LC_MESSAGES", FIGURE_CATALOG + ".po"
+            )
+            if posixpath.exists(path):
+                with open(path, "rb") as f:
+                    for m in read_po(f):
+                        if m.id and m.string and not m.fuzzy:
+                            table[str(m.id)] = str(m.string)
+        _FIGURE_TABLES[language] = table
+    return _FIGURE_TABLES[language]
+
+
+def translate_figures(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree
+) -> None:
+    if app.builder.format != "html" or app.config.language in (None, "", "en"):
+        return
+    if "body" in context and "tl-explorer" in context["body"]:
+        context["body"] = translate_figure_words(context["body"], figure_table(app))
+
+
 def add_switcher(
     app: Sphinx, pagename: str, templatename: str, context: dict, doctree
 ) -> None:
@@ -208,10 +268,39 @@ def translate_toc_captions(app: Sphinx, doctree: nodes.document) -> None:
             toctree["caption"] = catalog.gettext(caption)
 
 
+def exercise_titles_as_translated(app: Sphinx, doctree: nodes.document) -> None:
+    """A solution's title repeats its exercise's name, which sphinx-exercise takes
+    from the node it registered before the page was translated; register the
+    translated node instead."""
+    if not app.config.language or app.config.language == "en":
+        return
+    registry = getattr(app.env, "sphinx_exercise_registry", {})
+    for node in doctree.findall(nodes.Element):
+        label = node.get("label")
+        entry = registry.get(label) if isinstance(label, str) else None
+        if entry and entry.get("type") == "exercise" and entry.get("node") is not node:
+            if entry.get("docname") == app.env.docname:
+                entry["node"] = node
+
+
+def exercise_words_for_derived_editions(app: Sphinx) -> None:
+    """sphinx-exercise ships no zh_TW catalog ("Exercise", "Solution to");
+    tools/editions.py derives one from its zh_CN catalog into the edition's
+    locale directory, registered here."""
+    for d in app.config.locale_dirs:
+        path = posixpath.join(app.srcdir, d)
+        mo = posixpath.join(path, app.config.language or "", "LC_MESSAGES")
+        if posixpath.exists(posixpath.join(mo, "exercise.po")):
+            app.add_message_catalog("exercise", path)
+
+
 def setup(app: Sphinx) -> dict:
     app.add_transform(KeepNeutralTextUntranslated)
     _patch_glue_lookup()
     app.connect("html-page-context", add_switcher)
+    app.connect("html-page-context", translate_figures)
     app.connect("doctree-read", translate_toc_captions, priority=400)
+    app.connect("doctree-read", exercise_titles_as_translated)
+    app.connect("builder-inited", exercise_words_for_derived_editions)
     app.add_post_transform(ExtractExerciseNames)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
