@@ -335,11 +335,14 @@ def _moves_picture(figure, control, initial, baseline: bytes) -> bool:
     return False
 
 
-def _check_explorers(visit: Visit) -> list[str]:
+def _check_explorers(visit: Visit, every_control: bool = True) -> list[str]:
     """Each control changes the picture (screenshots before and after differ): from the
     figure as the page shows it or, for a control that only matters in other settings
     (say, a Pre-LN toggle while the input tensor is shown), after one other control is
     moved. Hovering a heatmap cell shows its value.
+
+    ``every_control=False`` (the Chinese editions, whose figures are the English
+    page's figures with translated words) moves the first control of each figure only.
     """
     problems = []
     page = visit.page
@@ -352,7 +355,7 @@ def _check_explorers(visit: Visit) -> list[str]:
         shown = figure.screenshot()
         controls = ex.locator("[data-k]")
         n = controls.count()
-        for j in range(n):
+        for j in range(n if every_control else min(n, 1)):
             works = _moves_picture(figure, controls.nth(j), initial[j], shown)
             ex.evaluate(RESET_CONTROLS_JS, initial)
             for m in (m for m in range(n) if m != j and not works):
@@ -540,7 +543,7 @@ def test_page_works_offline(context, server, path):
                 problems.append(
                     f"Chinese text drawn with {fonts}: no CJK font, the reader sees boxes"
                 )
-        problems += _check_explorers(visit)
+        problems += _check_explorers(visit, every_control=not _edition_of(path))
         RESULTS[path] = {
             "title": audit["title"],
             "bytes": visit.bytes_total,

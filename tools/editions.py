@@ -82,7 +82,7 @@ def run(cmd: list[str], **kw) -> None:
     subprocess.run([str(c) for c in cmd], check=True, cwd=ROOT, **kw)
 
 
-def edition_config(language: str | None, mode: str) -> Path:
+def edition_config(language: str | None, mode: str, cache: Path | None = None) -> Path:
     """A copy of _config.yml for one edition, with absolute paths (jupyter-book reads
     relative ones from the config file's directory)."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
@@ -94,7 +94,7 @@ def edition_config(language: str | None, mode: str) -> Path:
     cfg = sphinx.setdefault("config", {})
     cfg["html_static_path"] = [str(ROOT / p) for p in cfg.get("html_static_path", [])]
     cfg["templates_path"] = [str(ROOT / p) for p in cfg.get("templates_path", [])]
-    config["execute"]["cache"] = str(ROOT / config["execute"]["cache"])
+    config["execute"]["cache"] = str(cache or ROOT / config["execute"]["cache"])
     if mode == "gettext":
         config["execute"]["execute_notebooks"] = "off"
         cfg.update(gettext_compact=False, gettext_uuid=False, gettext_location=False)
@@ -303,25 +303,57 @@ def search_dictionary(language: str) -> Path:
 
 
 # -------------------------------------------------------------------------- build
-def build(language: str) -> float:
-    start = time.perf_counter()
-    if language == "zh_TW":
+def build(languages: list[str]) -> dict[str, float]:
+    """Build the editions side by side, one process each, and return their times.
+
+    Each reads the executed notebooks from its own copy of the English build's
+    jupyter-cache (the cache is a SQLite database that records every read), so the
+    notebooks are not executed again. A build's log goes to
+    _build/editions/<language>/build.log and is printed when the build fails.
+    """
+    if "zh_TW" in languages:
         derive_zh_tw()
-    config = edition_config(language, "html")
-    out = EDITIONS_DIR / language
-    shutil.rmtree(out / "_build", ignore_errors=True)
-    run(
-        [JB, "build", ".", "--config", config, "--path-output", out, "-W", "-n",
-         "--keep-going"]
-    )  # fmt: skip
-    target = BUILD / "html" / language
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.move(str(out / "_build" / "html"), target)
+    shared_cache = (
+        ROOT
+        / yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["execute"][
+            "cache"
+        ]
+    )
+    jobs = {}
+    for language in languages:
+        out = EDITIONS_DIR / language
+        shutil.rmtree(out / "_build", ignore_errors=True)
+        cache = out / "jupyter_cache"
+        shutil.rmtree(cache, ignore_errors=True)
+        shutil.copytree(shared_cache, cache)
+        config = edition_config(language, "html", cache)
+        log = (out / "build.log").open("w", encoding="utf-8")
+        cmd = [JB, "build", ".", "--config", config, "--path-output", out, "-W", "-n",
+               "--keep-going"]  # fmt: skip
+        print("+", " ".join(str(c) for c in cmd), f"> {out / 'build.log'}", flush=True)
+        process = subprocess.Popen(
+            [str(c) for c in cmd], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+        )
+        jobs[language] = (process, log, time.perf_counter())
+    seconds, failed = {}, []
+    for language, (process, log, start) in jobs.items():
+        code = process.wait()
+        log.close()
+        seconds[language] = time.perf_counter() - start
+        if code:
+            print((EDITIONS_DIR / language / "build.log").read_text(encoding="utf-8"))
+            failed.append(language)
+    if failed:
+        raise SystemExit(f"edition build failed: {failed} (logs printed above)")
     from translate_notebooks import translate_site_notebooks
 
-    translate_site_notebooks(language, target)
-    seconds = time.perf_counter() - start
-    print(f"edition {language}: built in {seconds:.0f} s -> {target}")
+    for language in languages:
+        out = EDITIONS_DIR / language
+        target = BUILD / "html" / language
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.move(str(out / "_build" / "html"), target)
+        translate_site_notebooks(language, target)
+        print(f"edition {language}: built in {seconds[language]:.0f} s -> {target}")
     return seconds
 
 
@@ -334,8 +366,7 @@ def main(argv: list[str]) -> int:
     if argv[0] == "catalogs":
         update_catalogs()
     elif argv[0] == "build":
-        for language in argv[1:] or ["zh_CN", "zh_TW"]:
-            build(language)
+        build(argv[1:] or ["zh_CN", "zh_TW"])
     else:
         print(__doc__)
         return 2
