@@ -87,7 +87,7 @@ def train_lm(
     history: dict = {"loss": [], "lr": []}
     wall = cpu = 0.0
     model.train()
-    with _torch_threads(num_threads), torch.random.fork_rng():
+    with torch_threads(num_threads), torch.random.fork_rng():
         torch.manual_seed(seed)  # dropout masks
         for step in range(steps):
             w0, c0 = time.perf_counter(), time.process_time()
@@ -121,7 +121,7 @@ def train_lm(
 
 
 @contextmanager
-def _torch_threads(n: int | None):
+def torch_threads(n: int | None):
     """Run with ``n`` torch threads, then restore the caller's setting
     (None: leave it alone)."""
     before = torch.get_num_threads()

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
 
 from ..model import Transformer, TransformerConfig
+from .lm import torch_threads
 
 PAD_ID, BOS_ID, FIRST_SYMBOL = 0, 1, 2
 # a sequence is held out when its hash mod 101 is below 13 (~12.9 %)
@@ -186,7 +186,7 @@ def train_reversal(
     history: dict = {"loss": [], "accuracy": [], "lr": []}
     start, start_cpu = time.perf_counter(), time.process_time()
     model.train()
-    with _torch_threads(num_threads):
+    with torch_threads(num_threads):
         for step in range(steps):
             src, tgt_in, tgt_out = reversal_batch(
                 batch_size, length, gen, vocab_size=cfg.vocab_size, split="train"
@@ -214,16 +214,3 @@ def train_reversal(
     )
     history["test_accuracy"] = reversal_accuracy(model, test_src)
     return model, history
-
-
-@contextmanager
-def _torch_threads(n: int | None):
-    """Run with ``n`` torch threads, then restore the caller's setting
-    (None: leave it alone)."""
-    before = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
