@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -36,15 +35,7 @@ def read(path: Path):
 @pytest.fixture(scope="module")
 def pot_dir(tmp_path_factory) -> Path:
     """The English messages of every page, extracted now (gettext builder)."""
-    out = tmp_path_factory.mktemp("gettext")
-    config = editions.edition_config(None, "gettext")
-    subprocess.run(
-        [str(editions.JB), "build", str(ROOT), "--config", str(config),
-         "--path-output", str(out), "--builder", "custom",
-         "--custom-builder", "gettext"],
-        check=True, capture_output=True, cwd=ROOT,
-    )  # fmt: skip
-    return out / "_build" / "gettext"
+    return editions.extract(tmp_path_factory.mktemp("gettext"))
 
 
 def test_every_page_has_a_catalog_with_exactly_its_messages(pot_dir):
@@ -129,14 +120,11 @@ def test_each_override_corrects_what_opencc_really_says(row):
 
 
 def test_no_overridden_phrase_survives_in_the_traditional_catalogs():
-    import opencc
-
-    converter = opencc.OpenCC("s2twp")
     leftovers = []
     for path in po_check.catalogs():
         for m in read(path):
             if m.id and m.string:
-                tw = editions.to_taiwan(str(m.string), converter)
+                tw = editions.to_taiwan(str(m.string))
                 for _, opencc_says, _, _ in editions.ZH_TW_OVERRIDES:
                     if opencc_says in tw:
                         leftovers.append(f"{path.name}: {opencc_says} in {tw[:60]}")

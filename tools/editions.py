@@ -19,6 +19,7 @@ Markdown cell translated from the catalog (``tools/translate_notebooks.py``).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -28,6 +29,9 @@ import time
 from pathlib import Path
 
 import yaml
+from babel.messages.catalog import Catalog
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po, write_po
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build"
@@ -123,10 +127,9 @@ def edition_config(language: str | None, mode: str, cache: Path | None = None) -
 
 
 # ----------------------------------------------------------------------- catalogs
-def extract() -> Path:
-    """The English message catalogs (.pot) of every page."""
+def extract(out: Path = EDITIONS_DIR / "gettext") -> Path:
+    """The English message catalogs (.pot) of every page, built under ``out``."""
     config = edition_config(None, "gettext")
-    out = EDITIONS_DIR / "gettext"
     shutil.rmtree(out / "_build", ignore_errors=True)
     run(
         [JB, "build", ".", "--config", config, "--path-output", out, "--builder",
@@ -167,8 +170,6 @@ def update_figure_catalog(language: str = "zh_CN") -> Path:
     """locales/<language>/LC_MESSAGES/figures.po: the words of the interactive figures,
     taken from the built English site; translations kept, new words empty, words no
     longer on the site obsolete."""
-    from babel.messages.catalog import Catalog
-    from babel.messages.pofile import read_po, write_po
 
     path = LOCALES / language / "LC_MESSAGES" / "figures.po"
     old = {}
@@ -195,21 +196,27 @@ def update_figure_catalog(language: str = "zh_CN") -> Path:
 
 
 # --------------------------------------------------------------------- Traditional
-def to_taiwan(text: str, converter=None) -> str:
-    """Simplified -> Traditional (Taiwan) outside code, math and roles."""
-    if converter is None:
-        import opencc
+_FIXES = sorted(
+    ((opencc_says, ours) for _, opencc_says, ours, _ in ZH_TW_OVERRIDES),
+    key=lambda fix: len(fix[0]),
+    reverse=True,
+)
 
-        converter = opencc.OpenCC("s2twp")
-    fixes = sorted(
-        ((opencc_says, ours) for _, opencc_says, ours, _ in ZH_TW_OVERRIDES),
-        key=lambda fix: len(fix[0]),
-        reverse=True,
-    )
+
+@functools.cache
+def _s2twp():
+    import opencc
+
+    return opencc.OpenCC("s2twp")
+
+
+def to_taiwan(text: str) -> str:
+    """Simplified -> Traditional (Taiwan) outside code, math and roles."""
+    converter = _s2twp()
 
     def convert(part: str) -> str:
         part = converter.convert(part)
-        for opencc_says, ours in fixes:
+        for opencc_says, ours in _FIXES:
             part = part.replace(opencc_says, ours)
         for a, b in ZH_TW_QUOTES.items():
             part = part.replace(a, b)
@@ -228,45 +235,37 @@ def to_taiwan(text: str, converter=None) -> str:
     return "".join(pieces)
 
 
+def _to_taiwan_catalog(src: Path, dst: Path) -> Catalog:
+    """Read a zh_CN catalog, convert every translation, write it as zh_TW."""
+    with src.open("rb") as f:
+        catalog = read_po(f, locale="zh_CN")
+    catalog.locale = "zh_TW"
+    for message in catalog:
+        if message.id and message.string:
+            message.string = to_taiwan(message.string)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with dst.open("wb") as f:
+        write_po(f, catalog, width=88)
+    return catalog
+
+
 def derive_zh_tw() -> int:
     """Write _build/locales/zh_TW from locales/zh_CN; returns the number of entries."""
-    import opencc
-    from babel.messages.pofile import read_po, write_po
+    import sphinx_exercise
 
-    converter = opencc.OpenCC("s2twp")
     src = LOCALES / "zh_CN" / "LC_MESSAGES"
     dst = DERIVED_LOCALES / "zh_TW" / "LC_MESSAGES"
     shutil.rmtree(dst, ignore_errors=True)
     n = 0
     for po in sorted(src.rglob("*.po")):
-        with po.open("rb") as f:
-            catalog = read_po(f, locale="zh_CN")
-        catalog.locale = "zh_TW"
-        for message in catalog:
-            if message.id and message.string:
-                message.string = to_taiwan(message.string, converter)
-                n += 1
-        target = dst / po.relative_to(src)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("wb") as f:
-            write_po(f, catalog, width=88)
+        catalog = _to_taiwan_catalog(po, dst / po.relative_to(src))
+        n += sum(1 for m in catalog if m.id and m.string)
     # sphinx-exercise's own words ("Exercise", "Solution to"), which it ships for
     # zh_CN only; book/_ext/tl_i18n.py registers the result
-    import sphinx_exercise
-    from babel.messages.mofile import write_mo
-
-    src_po = (
-        Path(sphinx_exercise.__file__).parent
-        / "translations/locales/zh_CN/LC_MESSAGES/exercise.po"
+    exercise = Path(sphinx_exercise.__file__).parent / "translations/locales/zh_CN"
+    catalog = _to_taiwan_catalog(
+        exercise / "LC_MESSAGES/exercise.po", dst / "exercise.po"
     )
-    with src_po.open("rb") as f:
-        catalog = read_po(f, locale="zh_CN")
-    catalog.locale = "zh_TW"
-    for message in catalog:
-        if message.id and message.string:
-            message.string = to_taiwan(message.string, converter)
-    with (dst / "exercise.po").open("wb") as f:
-        write_po(f, catalog, width=88)
     with (dst / "exercise.mo").open("wb") as f:
         write_mo(f, catalog)
     return n

@@ -19,22 +19,18 @@ import re
 import sys
 from pathlib import Path
 
-from babel.messages.pofile import read_po
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+from tl_i18n import read_translations  # noqa: E402
+
 LOCALES = {"zh_CN": ROOT / "locales", "zh_TW": ROOT / "_build" / "locales"}
 EXTENSIONS = ["amsmath", "dollarmath", "colon_fence", "deflist", "substitution"]
 
 
 def load_catalog(language: str, docname: str) -> dict[str, str]:
     path = LOCALES[language] / language / "LC_MESSAGES" / f"{docname}.po"
-    if not path.exists():
-        return {}
-    with path.open("rb") as f:
-        catalog = read_po(f)
-    return {
-        str(m.id): str(m.string) for m in catalog if m.id and m.string and not m.fuzzy
-    }
+    return read_translations(str(path)) if path.exists() else {}
 
 
 def _parser():

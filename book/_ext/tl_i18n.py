@@ -2,15 +2,19 @@
 
 Registered in _config.yml (``sphinx.local_extensions``). It
 
-* keeps code-cell outputs out of the translation catalogs: numbers, printed text
-  and figures are computed once and shared by every edition (the English notebooks
-  are the one source), so only the prose is translated;
-* puts a language switcher on every page, linking to the same page in the other
-  editions (English at the site root, the others under ``zh_CN/`` and ``zh_TW/``);
-* gives the Chinese search index a user dictionary of the glossary's terms, so that
-  jieba keeps words such as 残差 and 位置編碼 whole.
+* keeps out of the translation catalogs what every edition shares: code-cell outputs
+  (computed once), display math, and paragraphs made only of math, code and bare
+  cross-references;
+* makes the catalogs see, and the editions translate, what Sphinx would miss: the
+  exercises' names, the part captions of the table of contents, glued numbers inside
+  translated paragraphs, and the solutions' titles;
+* puts a language switcher on every page (``book/_templates/tl-editions.html``),
+  linking to the same page in the other editions (English at the site root, the
+  others under ``zh_CN/`` and ``zh_TW/``);
+* translates the words of the interactive figures from the catalog ``figures.po``.
 
-The editions themselves are built by ``tools/editions.py`` (called by ``make book``).
+The editions themselves, and the Chinese search's dictionary, come from
+``tools/editions.py`` (called by ``make book``).
 """
 
 from __future__ import annotations
@@ -30,6 +34,23 @@ EDITIONS = [("en", "English"), ("zh_CN", "简体中文"), ("zh_TW", "繁體中�
 def edition_root(language: str | None) -> str:
     """The directory of an edition, relative to the English site's root."""
     return "" if language in (None, "", "en") else f"{language}/"
+
+
+def is_translation(app: Sphinx) -> bool:
+    """True when this build is one of the translated editions."""
+    return bool(edition_root(app.config.language))
+
+
+def read_translations(path: str) -> dict[str, str]:
+    """{msgid: msgstr} of a gettext catalog, translated and not fuzzy entries only."""
+    from babel.messages.pofile import read_po
+
+    with open(path, "rb") as f:
+        return {
+            str(m.id): str(m.string)
+            for m in read_po(f)
+            if m.id and m.string and not m.fuzzy
+        }
 
 
 # Latin letters: a cell that is already Chinese (the glossary's columns) is not prose
@@ -61,10 +82,10 @@ def is_language_neutral(node: nodes.Element) -> bool:
     return not LETTER.search("".join(text))
 
 
-def give_subtitles_a_source(doctree: nodes.Node, source: str | None = None) -> None:
+def give_subtitles_a_source(doctree: nodes.document) -> None:
     """sphinx-exercise builds its titles without a source, so Sphinx would not
     translate them; give each subtitle (an exercise's own name) one."""
-    source = source or doctree.get("source")
+    source = doctree.get("source")
     for node in doctree.findall(nodes.subtitle):
         if not node.source:
             node.source = (node.parent.source if node.parent else None) or source
@@ -210,18 +231,13 @@ _FIGURE_TABLES: dict[str, dict[str, str]] = {}
 def figure_table(app: Sphinx) -> dict[str, str]:
     language = app.config.language
     if language not in _FIGURE_TABLES:
-        from babel.messages.pofile import read_po
-
         table = {}
         for d in app.config.locale_dirs:
             path = posixpath.join(
                 app.srcdir, d, language, "LC_MESSAGES", FIGURE_CATALOG + ".po"
             )
             if posixpath.exists(path):
-                with open(path, "rb") as f:
-                    for m in read_po(f):
-                        if m.id and m.string and not m.fuzzy:
-                            table[str(m.id)] = str(m.string)
+                table.update(read_translations(path))
         _FIGURE_TABLES[language] = table
     return _FIGURE_TABLES[language]
 
@@ -229,7 +245,7 @@ def figure_table(app: Sphinx) -> dict[str, str]:
 def translate_figures(
     app: Sphinx, pagename: str, templatename: str, context: dict, doctree
 ) -> None:
-    if app.builder.format != "html" or app.config.language in (None, "", "en"):
+    if app.builder.format != "html" or not is_translation(app):
         return
     if "body" in context and "tl-explorer" in context["body"]:
         context["body"] = translate_figure_words(context["body"], figure_table(app))
@@ -250,7 +266,7 @@ def translate_toc_captions(app: Sphinx, doctree: nodes.document) -> None:
     transform has run, so their captions would stay English; look them up in the
     page's catalog here, before the toctree collector stores them.
     """
-    if not app.config.language or app.config.language == "en":
+    if not is_translation(app):
         return
     from sphinx import addnodes
     from sphinx.locale import init as init_locale
@@ -272,7 +288,7 @@ def exercise_titles_as_translated(app: Sphinx, doctree: nodes.document) -> None:
     """A solution's title repeats its exercise's name, which sphinx-exercise takes
     from the node it registered before the page was translated; register the
     translated node instead."""
-    if not app.config.language or app.config.language == "en":
+    if not is_translation(app):
         return
     registry = getattr(app.env, "sphinx_exercise_registry", {})
     for node in doctree.findall(nodes.Element):
