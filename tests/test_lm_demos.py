@@ -11,13 +11,8 @@ import transformer_lib as tl
 from transformer_lib.demos import addition as ad
 from transformer_lib.demos.lm import train_lm, warmup_cosine
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+# tiny models: one torch thread (the fixture is in tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_encoding_writes_numbers_units_first():

@@ -22,14 +22,8 @@ import transformer_lib as tl
 F64 = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """These models are tiny: one thread is fastest, and on a busy machine two threads
-    wait on each other."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+# tiny models: one torch thread (the fixture is in tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 NEG_INF = float("-inf")
