@@ -5,7 +5,6 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 
 .PHONY: setup book catalogs serve lab lint test test-lib test-notebooks test-site bench clean
 
@@ -17,11 +16,14 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q -r requirements.txt
 	@touch $(STAMP)
 
-## make book: execute every notebook and build the site into _build/html (fails on any error or
-## warning), then the Chinese editions into _build/html/zh_CN and _build/html/zh_TW from the
-## same executed notebooks (tools/editions.py) and the catalogs in locales/
+## make book: execute every notebook, side by side, into the jupyter-cache (tools/run_notebooks.py),
+## build the site from it into _build/html (fails on any error or warning), then the Chinese
+## editions into _build/html/zh_CN and _build/html/zh_TW from the same executed notebooks
+## (tools/editions.py) and the catalogs in locales/. Under make test, every exercise solution
+## also runs after its chapter, in the chapter's kernel (SOLUTIONS=1).
 book: $(STAMP)
-	rm -rf _build/html _build/jupyter_execute _build/.jupyter_cache
+	rm -rf _build/html _build/jupyter_execute _build/.jupyter_cache _build/.doctrees
+	$(PY) tools/run_notebooks.py $(if $(SOLUTIONS),--solutions)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going --path-output .
 	$(PY) tools/editions.py build zh_CN zh_TW
 	@echo "Built. Open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:8000"
@@ -48,18 +50,23 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	PYTHONPATH=$(CURDIR) $(VENV)/bin/lint-imports --no-cache
 
-## make test: lint, the library tests, nbval over every notebook, and the browser tests
-test: $(STAMP) lint book test-lib test-notebooks test-site
+## make test: lint, the book (every notebook executed once, each followed by its exercise
+## solutions), the library tests and the browser tests
+test: SOLUTIONS = 1
+test: $(STAMP) lint book test-lib test-site
 
+# -n auto: pytest-xdist, one worker per core; one torch thread per worker
 test-lib: $(STAMP)
-	$(PY) -m pytest tests -q --ignore=tests/test_site.py --ignore=tests/test_live_widget.py
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q -n auto --ignore=tests/test_site.py --ignore=tests/test_live_widget.py
 
+## every notebook and its exercise solutions, without building the site (make test does this as
+## part of the book); one chapter: .venv/bin/python tools/run_notebooks.py --solutions book/03_softmax.ipynb
 test-notebooks: $(STAMP)
-	$(PY) -m pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider $(NOTEBOOKS)
+	$(PY) tools/run_notebooks.py --solutions
 
 ## the browser tests: the built site with no kernel and no network, and the live widget in JupyterLab
 test-site: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider tests/test_site.py tests/test_live_widget.py
+	$(PY) -m pytest -q -n auto -p no:cacheprovider tests/test_site.py tests/test_live_widget.py
 
 ## make bench: every benchmarks/*.py (files starting with _ are helpers): speed and
 ## memory ratios, not part of make test. Runs them all, then fails if any missed its target.

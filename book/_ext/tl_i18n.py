@@ -11,7 +11,8 @@ Registered in _config.yml (``sphinx.local_extensions``). It
 * puts a language switcher on every page (``book/_templates/tl-editions.html``),
   linking to the same page in the other editions (English at the site root, the
   others under ``zh_CN/`` and ``zh_TW/``);
-* translates the words of the interactive figures from the catalog ``figures.po``.
+* translates the words of the interactive figures from the catalog ``figures.po``;
+* indexes Chinese pages for search in linear time (:class:`ChineseSearch`).
 
 The editions themselves, and the Chinese search's dictionary, come from
 ``tools/editions.py`` (called by ``make book``).
@@ -310,7 +311,35 @@ def exercise_words_for_derived_editions(app: Sphinx) -> None:
             app.add_message_catalog("exercise", path)
 
 
+def use_linear_chinese_search(app: Sphinx) -> None:
+    """Sphinx 7.4's Chinese search language, with its Latin terms kept in a set.
+
+    ``sphinx.search.zh.SearchChinese`` appends every Latin word of every page to a list,
+    then tests each word it stems for membership in that list: quadratic in the size of
+    the book, about 50 of the 90 seconds of an edition's build. A set gives the same
+    answers.
+    """
+    if not (app.config.language or "").startswith("zh"):
+        return
+    from sphinx import search
+    from sphinx.search import zh  # needs jieba, so only in the Chinese editions
+
+    class ChineseSearch(zh.SearchChinese):
+        def init(self, options: dict[str, str]) -> None:
+            super().init(options)
+            self.latin_terms = set()  # the parent's is one list shared by the class
+
+        def split(self, input: str) -> list[str]:
+            chinese = list(zh.jieba.cut_for_search(input)) if zh.JIEBA else []
+            latin = [t.strip() for t in self.latin1_letters.findall(input)]
+            self.latin_terms.update(latin)
+            return chinese + latin
+
+    search.languages["zh"] = ChineseSearch
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("builder-inited", use_linear_chinese_search)
     app.add_transform(KeepNeutralTextUntranslated)
     _patch_glue_lookup()
     app.connect("html-page-context", add_switcher)

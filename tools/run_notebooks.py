@@ -1,0 +1,215 @@
+"""Execute the book's notebooks once, side by side, for the site and for the tests.
+
+    python tools/run_notebooks.py                      # every chapter, into the cache
+    python tools/run_notebooks.py --solutions          # ... and every exercise solution
+    python tools/run_notebooks.py --solutions book/03_softmax.ipynb
+
+Each notebook runs in its own kernel (as Jupyter runs it: from ``book/``, with the
+cell timeout of ``_config.yml``), several at a time (``--jobs``, one per core by
+default). The executed notebooks go into the jupyter-cache that ``_config.yml`` names,
+where ``jupyter-book build`` and the Chinese editions (``tools/editions.py``) find
+them, so ``make book`` executes each notebook once.
+
+With ``--solutions``, every exercise solution of a chapter then runs in the same kernel,
+after the chapter's last cell, as a learner would paste it (``tools/solutions.py``):
+it fails when it raises, or when its exercise's checker still says "not attempted".
+``make test`` builds the book this way, so the chapters run once for the site and for
+their solutions together.
+
+A cell that raises, a cell over the timeout, or a failing solution is reported with its
+traceback, and the exit status is 1. The notebooks that ran are cached either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import re
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import solutions  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["execute"]
+CACHE = ROOT / CONFIG["cache"]
+TIMEOUT = int(CONFIG["timeout"])
+# how long each notebook took last time, so the slowest start first
+TIMES = ROOT / "_build" / "notebook-times.json"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+SOLUTION_TAG = "raises-exception"  # nbclient records the error and goes on
+
+
+@dataclass
+class Result:
+    path: Path
+    seconds: float
+    notebook: dict | None  # the executed chapter, without the solutions
+    error: str | None = None  # why the chapter itself failed
+    solutions: dict[str, str | None] = field(default_factory=dict)  # label -> failure
+
+    @property
+    def failures(self) -> list[str]:
+        out = [f"{self.path.name}: {self.error}"] if self.error else []
+        out += [
+            f"{self.path.name}::solution {label}: {why}"
+            for label, why in self.solutions.items()
+            if why is not None
+        ]
+        return out
+
+
+def _solution_failure(cell: dict, label: str, readable: str) -> str | None:
+    """Why the solution cell failed, or None if it passed."""
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error":
+            tb = ANSI.sub("", "\n".join(out.get("traceback", [])))
+            return f"{out['ename']}: {out['evalue']}\n{readable}\n{tb}"
+    printed = "".join(
+        out.get("text", "")
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "stream"
+    )
+    if solutions.NOT_ATTEMPTED.search(printed):
+        return (
+            f"the solution of {label} leaves its exercise 'not attempted':\n{printed}"
+        )
+    return None
+
+
+def run_one(path: Path, with_solutions: bool, threads: int) -> Result:
+    """Execute one notebook (then its solutions) in a fresh kernel."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+    nb = nbformat.read(path, as_version=4)
+    work = copy.deepcopy(nb)
+    readable: dict[str, str] = {}
+    if with_solutions:
+        for ex in solutions.exercises(path):
+            if ex.code:
+                source, readable[ex.label] = solutions.runner_source(ex)
+                cell = nbformat.v4.new_code_cell(source)
+                cell.metadata = {"tags": [SOLUTION_TAG], "tl_solution": ex.label}
+                work.cells.append(cell)
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(threads),
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
+    client = NotebookClient(
+        work,
+        timeout=TIMEOUT,
+        allow_errors=False,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    start = time.perf_counter()
+    error = None
+    try:
+        client.execute(env=env)
+    except (CellExecutionError, CellTimeoutError) as err:
+        error = ANSI.sub("", str(err))
+    seconds = time.perf_counter() - start
+    result = Result(path, seconds, None, error)
+    if error is None:
+        # the chapter as the book reads it: its own cells, with their outputs
+        for cell, ran in zip(nb.cells, work.cells[: len(nb.cells)], strict=True):
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = ran.outputs, ran.execution_count
+        result.notebook = nb
+        for cell in work.cells[len(nb.cells) :]:
+            label = cell.metadata["tl_solution"]
+            result.solutions[label] = _solution_failure(cell, label, readable[label])
+    return result
+
+
+def cache_notebook(cache, result: Result) -> None:
+    """Store an executed notebook where MyST-NB's cache mode finds it."""
+    from jupyter_cache.base import CacheBundleIn
+
+    record = cache.add_nb_to_project(str(result.path))
+    cache.cache_notebook_bundle(
+        CacheBundleIn(
+            nbformat.from_dict(result.notebook),
+            record.uri,
+            data={"execution_seconds": result.seconds},
+        ),
+        check_validity=False,
+        overwrite=True,
+    )
+    # the book reads the notebook from disk: it must match what was cached
+    cache.match_cache_notebook(nbformat.read(result.path, as_version=4))
+
+
+def run(paths: list[Path], with_solutions: bool, jobs: int) -> list[Result]:
+    from jupyter_cache import get_cache
+
+    last = json.loads(TIMES.read_text()) if TIMES.exists() else {}
+    # the slowest first; with no record, the last chapters (they train models) first
+    paths = sorted(
+        paths, key=lambda p: (-last.get(p.name, 0.0), p.name), reverse=not last
+    )
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    cache = get_cache(str(CACHE))
+    results: list[Result] = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run_one, p, with_solutions, threads): p for p in paths}
+        for future in as_completed(futures):
+            result = future.result()
+            results.append(result)
+            if result.notebook is not None:
+                cache_notebook(cache, result)
+            ran = len(result.solutions)
+            bad = sum(why is not None for why in result.solutions.values())
+            status = "FAILED" if result.failures else "ok"
+            extra = f", solutions {ran - bad}/{ran} passed" if with_solutions else ""
+            print(
+                f"{result.path.name:32} {result.seconds:6.1f} s  {status}{extra}",
+                flush=True,
+            )
+    TIMES.parent.mkdir(parents=True, exist_ok=True)
+    TIMES.write_text(json.dumps({**last, **{r.path.name: r.seconds for r in results}}))
+    return results
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "notebooks", nargs="*", type=Path, help="default: every chapter"
+    )
+    parser.add_argument(
+        "--solutions", action="store_true", help="run every solution too"
+    )
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args(argv)
+    paths = [p.resolve() for p in args.notebooks] or list(solutions.CHAPTERS)
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        parser.error(f"no such notebook: {', '.join(missing)}")
+    start = time.perf_counter()
+    results = run(paths, args.solutions, max(1, args.jobs))
+    failures = [f for r in results for f in r.failures]
+    solved = sum(len(r.solutions) for r in results)
+    print(
+        f"{len(results)} notebooks"
+        + (f" and {solved} solutions" if args.solutions else "")
+        + f" in {time.perf_counter() - start:.0f} s with {args.jobs} jobs; "
+        + f"{len(failures)} failed"
+    )
+    for failure in failures:
+        print("\n" + "=" * 88 + "\nFAILED " + failure, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
