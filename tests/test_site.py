@@ -118,9 +118,8 @@ class _CountingHandler(http.server.SimpleHTTPRequestHandler):
 
 
 class _Server(http.server.ThreadingHTTPServer):
-    # Chromium opens several connections at once; with the default backlog of 5, a busy
-    # machine drops some, and the browser retries them after 1, 2, 4... seconds, so a
-    # page never goes quiet (a "networkidle" timeout of a minute, seen on CI)
+    # Chromium opens several connections at once: a backlog larger than the default 5,
+    # so that a busy machine does not drop any (a dropped one is retried after 1, 2, 4 s)
     request_queue_size = 128
 
 
@@ -213,6 +212,23 @@ class Visit:
                 r.status >= 400 and self.failed.append(f"{r.url} -> HTTP {r.status}")
             ),
         )
+        # Requests in flight, to wait for the page to go quiet. (Playwright's own
+        # "networkidle" sometimes never fires with nothing in flight: seen on CI and
+        # reproduced here, about one page load in 40 on a busy machine.)
+        self.in_flight: dict[int, str] = {}
+        self.last_activity = time.perf_counter()
+
+        def started(r):
+            self.in_flight[id(r)] = r.url
+            self.last_activity = time.perf_counter()
+
+        def ended(r):
+            self.in_flight.pop(id(r), None)
+            self.last_activity = time.perf_counter()
+
+        self.page.on("request", started)
+        self.page.on("requestfinished", ended)
+        self.page.on("requestfailed", ended)
         _CountingHandler.served.clear()
         t0 = time.perf_counter()
         self.page.goto(f"{base}/{path}", wait_until="load")
@@ -221,9 +237,20 @@ class Visit:
             "async () => { if (window.MathJax && MathJax.startup && MathJax.startup.promise)"
             " { await MathJax.startup.promise; } }"
         )
-        self.page.wait_for_load_state("networkidle")
+        self._wait_until_quiet()
         self.load_seconds = time.perf_counter() - t0
         self.served = list(_CountingHandler.served)
+
+    def _wait_until_quiet(self, quiet: float = 0.5, limit: float = 60.0) -> None:
+        """Wait until no request has been in flight for ``quiet`` seconds."""
+        deadline = time.perf_counter() + limit
+        while self.in_flight or time.perf_counter() - self.last_activity < quiet:
+            if time.perf_counter() > deadline:
+                raise AssertionError(
+                    f"{self.path}: requests still in flight after {limit:.0f} s: "
+                    f"{sorted(self.in_flight.values())[:5]}"
+                )
+            self.page.wait_for_timeout(100)  # lets Playwright deliver the events
 
     @property
     def bytes_total(self) -> int:
