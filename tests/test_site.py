@@ -806,9 +806,9 @@ def test_launch_and_download_buttons(site):
 
 
 def test_figure_catalog_has_exactly_the_words_of_the_figures(site):
-    """locales/zh_CN/LC_MESSAGES/figures.po holds every title, control label and option
-    of the English site's interactive figures, and nothing else (`make catalogs`
-    refreshes it)."""
+    """locales/zh_CN/LC_MESSAGES/figures.po holds every title, control label, option,
+    hover hint, hover row and column name and masked-cell word of the English site's
+    interactive figures, and nothing else (`make catalogs` refreshes it)."""
     sys.path.insert(0, str(ROOT / "tools"))
     import editions
     from babel.messages.pofile import read_po
@@ -826,11 +826,12 @@ def test_figure_catalog_has_exactly_the_words_of_the_figures(site):
 
 @pytest.mark.parametrize("edition", [e for e in EDITIONS if e])
 def test_figure_words_are_translated(site, edition):
-    """On a Chinese page, the interactive figures' titles, labels and options are the
-    catalog's translations (example sentences and numbers are data and stay)."""
+    """On a Chinese page, the interactive figures' words (titles, labels, options, the
+    hover hint and read-out) are the catalog's translations (example sentences and
+    numbers are data and stay), and so is the alt text of each picture."""
     sys.path.insert(0, str(ROOT / "book" / "_ext"))
     from babel.messages.pofile import read_po
-    from tl_i18n import figure_words
+    from tl_i18n import ALT, EXPLORER, figure_words
 
     path = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "figures.po"
     with path.open("rb") as f:
@@ -838,8 +839,13 @@ def test_figure_words_are_translated(site, edition):
     cjk = re.compile(r"[\u3400-\u9fff]")
     english, checked = [], 0
     for page in PAGES:
+        zh_page = (site / (edition + page)).read_text(encoding="utf-8")
+        for block in EXPLORER.findall(zh_page):
+            alt = ALT.search(block).group(2)
+            if not cjk.search(alt):
+                english.append(f"{page}: alt text {alt[:60]}")
         en = figure_words((site / page).read_text(encoding="utf-8"))
-        zh = figure_words((site / (edition + page)).read_text(encoding="utf-8"))
+        zh = figure_words(zh_page)
         assert len(en) == len(zh), f"{edition}{page}: figures differ in structure"
         for a, b in zip(en, zh, strict=True):
             checked += 1

@@ -193,3 +193,60 @@ def test_translated_notebook_replaces_every_block_and_keeps_the_code(notebook, p
         if c["cell_type"] == "markdown"
     )
     assert marked >= len(lookup)
+
+
+def test_an_interactive_figure_is_translated_word_by_word(monkeypatch):
+    """Title, labels, options, the hint, the hover names, the word for a masked cell and
+    the alt text of a kernel-free figure all come out in the edition's language, and
+    its frames are untouched."""
+    import html as html_lib
+    import itertools
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_viz
+    import tl_i18n
+
+    from transformer_lib.viz import static
+
+    monkeypatch.setattr(static, "_counter", itertools.count())
+    page = test_viz._pinned_figure().to_html()
+    words = tl_i18n.figure_words(page)
+    assert {"query", "key", "masked", "Point at a cell to read its value."} <= set(
+        words
+    ), words
+    table = {
+        "A pinned figure: \\(\\alpha &lt; \\beta\\) &amp; more": (
+            "钉住的图：\\(\\alpha &lt; \\beta\\) 等"
+        ),
+        "size \\(\\sqrt{n}\\)": "大小 \\(\\sqrt{n}\\)",
+        "flip &lt;rows&gt;": "翻转&lt;行&gt;",
+        "magma": "岩浆",
+        "query": "查询",
+        "key": "键",
+        "masked": "被遮蔽",
+        "Point at a cell to read its value.": "将指针移到格子上，即可读出它的值。",
+    }
+    missing = [w for w in table if w not in words]
+    assert not missing, f"not words of the figure as its HTML writes them: {missing}"
+    out = tl_i18n.translate_figure_words(page, table)
+    assert set(tl_i18n.figure_words(out)) <= set(table.values()) | set(words) - set(
+        table
+    )
+    for english in ('"query"', '"key"', '"masked"'):
+        assert f":{english}" in page and f":{english}" not in out, english
+    assert ">Point at" in page and ">Point at" not in out
+    info = json.loads(tl_i18n.DESCRIBE.search(out).group(2))
+    assert info["title"] == "钉住的图：α< β 等", info["title"]
+    assert info["labels"] == ["大小 √n", "翻转<行>", "cmap", "note"], info["labels"]
+    assert info["texts"][2] == ["viridis", "岩浆"] and info["masked"] == "被遮蔽"
+    alt = html_lib.unescape(tl_i18n.ALT.search(out).group(2))
+    assert (
+        alt == "钉住的图：α< β 等 (大小 √n: 3; 翻转<行>: False; cmap: viridis; note: a)"
+    )
+    frames = re.compile(r'"png":"[^"]+"')
+    assert frames.findall(out) == frames.findall(page)
+    # an alt text that explorer.js would not have written is an error, not a guess
+    broken = page.replace(tl_i18n.ALT.search(page).group(2), "something else")
+    with pytest.raises(ValueError, match="something else"):
+        tl_i18n.translate_figure_words(broken, table)

@@ -20,6 +20,8 @@ The editions themselves, and the Chinese search's dictionary, come from
 
 from __future__ import annotations
 
+import html
+import json
 import posixpath
 import re
 
@@ -197,33 +199,103 @@ def language_links(app: Sphinx, pagename: str) -> list[dict]:
     return links
 
 
-# The words of the kernel-free interactive figures: title, control labels, options.
-# Their HTML is a code cell's output, computed once in English; each edition replaces
-# these words from its catalog figures.po (tools/editions.py extracts them).
+# The words of the kernel-free interactive figures: title, control labels, options, the
+# hover hint, the names of a heatmap's rows and columns in the hover read-out, and the
+# word for a masked cell. Their HTML is a code cell's output, computed once in English
+# (transformer_lib/viz/static.py); each edition replaces these words from its catalog
+# figures.po (tools/editions.py extracts them), and writes the picture's alt text again
+# from the translated title, labels and options.
 FIGURE_WORDS = re.compile(
     r'(class="tl-explorer-title[^"]*"[^>]*>)(?P<a>.*?)(</div>)'
     r'|(class="tl-ctl-label[^"]*">)(?P<b>.*?)(</span>)'
-    r"|(<option[^>]*>)(?P<c>.*?)(</option>)",
+    r"|(<option[^>]*>)(?P<c>.*?)(</option>)"
+    r'|(class="tl-explorer-hint">)(?P<d>.*?)(</div>)'
+    r'|("(?:rn|cn|masked)":")(?P<e>(?:[^"\\]|\\.)*)(")',
     re.S,
 )
+FIGURE_GROUPS = "abcde"
 FIGURE_CATALOG = "figures"
+EXPLORER = re.compile(
+    r'<div class="tl-explorer".*?class="tl-describe">.*?</script>', re.S
+)
+DESCRIBE = re.compile(r'(class="tl-describe">)(.*?)(</script>)', re.S)
+ALT = re.compile(r'(<img alt=")([^"]*)(")')
 
 
-def figure_words(html: str) -> list[str]:
-    return [next(g for g in m.group("a", "b", "c") if g is not None) for m in
-            FIGURE_WORDS.finditer(html)]  # fmt: skip
+def _json_text(m: re.Match, group: str) -> str:
+    """A word as the page shows it (the hover names are JSON strings)."""
+    text = m.group(group)
+    return json.loads(f'"{text}"') if group == "e" else text
 
 
-def translate_figure_words(html: str, table: dict[str, str]) -> str:
+def figure_words(page: str) -> list[str]:
+    """The translatable words of a page's interactive figures, in page order."""
+    out = []
+    for m in FIGURE_WORDS.finditer(page):
+        group = next(g for g in FIGURE_GROUPS if m.group(g) is not None)
+        out.append(_json_text(m, group))
+    return [w for w in out if w]
+
+
+def _alt_text(info: dict, chosen: list[int]) -> str:
+    """The picture's alt text, as explorer.js writes it after a control moves."""
+    settings = "; ".join(
+        f"{label}: {texts[i]}"
+        for label, texts, i in zip(info["labels"], info["texts"], chosen, strict=True)
+    )
+    return f"{info['title']} ({settings})"
+
+
+def _translate_explorer(block: str, table: dict[str, str]) -> str:
+    from transformer_lib.viz.static import label_text, plain
+
     def swap(m: re.Match) -> str:
-        groups = m.groups()
-        for i in (0, 3, 6):
-            if groups[i + 1] is not None:
-                text = groups[i + 1]
-                return groups[i] + table.get(text, text) + groups[i + 2]
-        return m.group(0)
+        group = next(g for g in FIGURE_GROUPS if m.group(g) is not None)
+        i = FIGURE_GROUPS.index(group) * 3
+        text = _json_text(m, group)
+        new = table.get(text, text)
+        if group == "e":
+            new = json.dumps(new).strip('"').replace("<", "\\u003c")
+        return m.group(i + 1) + new + m.group(i + 3)
 
-    return FIGURE_WORDS.sub(swap, html)
+    describe = DESCRIBE.search(block)
+    info = json.loads(describe.group(2))
+    alt = ALT.search(block)
+    # which option each control shows first: the alt text names it
+    shown = html.unescape(alt.group(2))
+    head = f"{info['title']} ("
+    parts = shown[len(head) : -1].split("; ") if shown.startswith(head) else []
+    chosen = []
+    for label, texts, part in zip(info["labels"], info["texts"], parts, strict=False):
+        text = part[len(label) + 2 :] if part.startswith(f"{label}: ") else None
+        if text in texts:
+            chosen.append(texts.index(text))
+    if len(chosen) != len(info["labels"]) or _alt_text(info, chosen) != shown:
+        raise ValueError(
+            f"cannot read the controls' settings in the alt text {shown!r}"
+        )
+    # the alt text's words are the HTML's as plain text (no markup, no TeX)
+    words = {plain(label_text(en)): plain(label_text(zh)) for en, zh in table.items()}
+    options = {html.unescape(en): html.unescape(zh) for en, zh in table.items()}
+    info["title"] = words.get(info["title"], info["title"])
+    info["labels"] = [words.get(t, t) for t in info["labels"]]
+    info["texts"] = [[options.get(t, t) for t in texts] for texts in info["texts"]]
+    if "masked" in info:
+        info["masked"] = table.get(info["masked"], info["masked"])
+    described = json.dumps(info, separators=(",", ":")).replace("<", "\\u003c")
+    block = (
+        block[: alt.start(2)]
+        + html.escape(_alt_text(info, chosen))
+        + block[alt.end(2) : describe.start(2)]
+        + described
+        + block[describe.end(2) :]
+    )
+    return FIGURE_WORDS.sub(swap, block)
+
+
+def translate_figure_words(page: str, table: dict[str, str]) -> str:
+    """A page with its interactive figures' words in the edition's language."""
+    return EXPLORER.sub(lambda m: _translate_explorer(m.group(0), table), page)
 
 
 _FIGURE_TABLES: dict[str, dict[str, str]] = {}

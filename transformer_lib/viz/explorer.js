@@ -2,7 +2,8 @@
 // cell's value under the pointer. transformer_lib/viz/static.py inlines it, once per figure,
 // after the figure's markup: <div class="tl-explorer" id="__UID__"> holds the controls
 // ([data-k] = the control's index), the <img>, a .tl-hover tip, and two JSON scripts,
-// .tl-frames ({"i,j,...": {png, hover} or {ref, hover}}) and .tl-describe (alt-text parts).
+// .tl-frames ({"i,j,...": {png, hover} or {ref, hover}}) and .tl-describe (alt-text parts and
+// the word for a masked cell: the Chinese editions translate both, book/_ext/tl_i18n.py).
 // __UID__ is replaced by the figure's id. These // lines at the top are not shipped.
 (function () {
   var me = document.currentScript, root = (me && me.parentNode) || document.getElementById("__UID__");
@@ -50,7 +51,7 @@
       var x = (fx - g.box[0]) / g.box[2], y = (fy - g.box[1]) / g.box[3];
       if (x >= 0 && x < 1 && y >= 0 && y < 1) {
         var i = Math.floor(y * g.r.length), j = Math.floor(x * g.c.length), v = g.v[i][j];
-        hit = g.rn + " " + g.r[i] + " \u2192 " + g.cn + " " + g.c[j] + ": " + (v === null ? "masked" : v);
+        hit = g.rn + " " + g.r[i] + " \u2192 " + g.cn + " " + g.c[j] + ": " + (v === null ? info.masked : v);
       }
     });
     if (!hit) { tip.style.display = "none"; return; }

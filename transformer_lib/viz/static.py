@@ -148,6 +148,12 @@ def label_html(text: str) -> tuple[str, bool]:
     return "".join(parts), has_math
 
 
+def label_text(markup: str) -> str:
+    """The inverse of :func:`label_html`: the label as it was written, ``$...$`` and all
+    (the Chinese editions translate the HTML, then write alt text from it)."""
+    return html.unescape(re.sub(r"\\\((.*?)\\\)", r"$\1$", markup, flags=re.S))
+
+
 _TEX_WORDS = {
     "sqrt": "\u221a",
     "cdot": "\u00b7",
@@ -294,6 +300,7 @@ def to_html(spec: Spec, rendered: dict[str, dict]) -> str:
         "title": plain(spec.title) if spec.title else "Interactive figure",
         "labels": [plain(spec.labels[n]) for n in names],
         "texts": [[option_text(o) for o in spec.controls[n]] for n in names],
+        "masked": "masked",  # the hover read-out of a masked cell
     }
     parts.append(
         f'<script type="application/json" class="tl-describe">{_json(labels)}</script>'
