@@ -13,7 +13,7 @@ setup: $(STAMP)
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-compile -r requirements.txt  # no .pyc for the packages' every file
 	@touch $(STAMP)
 
 ## make book: execute every notebook, side by side, into the jupyter-cache (tools/run_notebooks.py),
@@ -64,9 +64,10 @@ test-lib: $(STAMP)
 test-notebooks: $(STAMP)
 	$(PY) tools/run_notebooks.py --solutions
 
-## the browser tests: the built site with no kernel and no network, and the live widget in JupyterLab
+## the browser tests: the built site with no kernel and no network, and the live widget in JupyterLab;
+## three pytest-xdist workers, as a worker spends much of its time waiting on its browser
 test-site: $(STAMP)
-	$(PY) -m pytest -q -n auto -p no:cacheprovider tests/test_site.py tests/test_live_widget.py
+	$(PY) -m pytest -q -n 3 -p no:cacheprovider tests/test_site.py tests/test_live_widget.py
 
 ## make bench: every benchmarks/*.py (files starting with _ are helpers): speed and
 ## memory ratios, not part of make test. Runs them all, then fails if any missed its target.
