@@ -459,12 +459,21 @@ def _check_explorers(visit: Visit, every_control: bool = True) -> list[str]:
                 r["y"] + (box[1] + box[3] * 0.5) * r["height"],
             )
             tip = ex.locator(".tl-hover")
-            if not (
-                tip.is_visible()
-                and re.search(r": (-?[\d.e+-]+|masked)$", tip.inner_text())
+            # the edition's word for a masked cell ("masked", 被遮蔽...)
+            masked = ex.locator("script.tl-describe").evaluate(
+                "s => JSON.parse(s.textContent).masked"
+            )
+            value = rf": (-?[\d.e+-]+|{re.escape(masked)})$"
+            if not (tip.is_visible() and re.search(value, tip.inner_text())):
+                problems.append(
+                    f"figure {i + 1}: hovering a heatmap cell shows no value "
+                    f"({tip.inner_text()!r})"
+                )
+            elif _edition_of(visit.path) and re.search(
+                r"\b(query|key|masked)\b", tip.inner_text()
             ):
                 problems.append(
-                    f"figure {i + 1}: hovering a heatmap cell shows no value"
+                    f"figure {i + 1}: English hover read-out {tip.inner_text()!r}"
                 )
             page.mouse.move(0, 0)
     return problems
