@@ -28,6 +28,7 @@ import re
 import sys
 import threading
 import time
+from html import escape as html_escape
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -863,6 +864,31 @@ def test_figure_words_are_translated(site, edition):
                     english.append(f"{page}: {a}")
     assert checked > 100, checked
     assert not english, f"figure words left in English on {edition}: {english[:5]}"
+
+
+@pytest.mark.parametrize("edition", [e for e in EDITIONS if e])
+def test_theme_words_are_translated(site, edition):
+    """The theme's tooltips, landmark labels and footer, which its own catalogs leave
+    in English, come from locales/zh_CN/LC_MESSAGES/theme.po on every page."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from babel.messages.pofile import read_po
+    from tl_i18n import THEME_ATTRIBUTE
+
+    with (ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "theme.po").open("rb") as f:
+        words = {str(m.id) for m in read_po(f) if m.id}
+    unseen, left = set(words), []  # unseen: on no English page (a stale entry)
+    for page in PAGES:
+        text = (site / page).read_text(encoding="utf-8")
+        zh = (site / (edition + page)).read_text(encoding="utf-8")
+        unseen -= {w for w in words if w in text or html_escape(w) in text}
+        left += [
+            f"{page}: {m.group(2)}"
+            for m in THEME_ATTRIBUTE.finditer(zh)
+            if m.group(2) in words
+        ]
+        left += [f"{page}: {w}" for w in words if w.startswith("©") and w in zh]
+    assert not unseen, f"theme.po has words no English page shows: {sorted(unseen)}"
+    assert not left, f"theme words left in English on {edition}: {left[:5]}"
 
 
 @pytest.mark.parametrize("edition", [e for e in EDITIONS if e])

@@ -12,7 +12,10 @@ Registered in _config.yml (``sphinx.local_extensions``). It
   linking to the same page in the other editions (English at the site root, the
   others under ``zh_CN/`` and ``zh_TW/``);
 * translates the words of the interactive figures from the catalog ``figures.po``;
-* indexes Chinese pages for search in linear time (:class:`ChineseSearch`).
+* indexes Chinese pages for search in linear time (:func:`use_linear_chinese_search`);
+* translates the words of the theme that its own catalogs leave in English (button
+  tooltips, landmark labels, the footer) from the catalog ``theme.po``, once every page
+  is written (:func:`translate_theme_words`).
 
 The editions themselves, and the Chinese search's dictionary, come from
 ``tools/editions.py`` (called by ``make book``).
@@ -410,7 +413,63 @@ def use_linear_chinese_search(app: Sphinx) -> None:
     search.languages["zh"] = ChineseSearch
 
 
+THEME_CATALOG = "theme"
+# where the theme's words sit: attribute values, and the footer's text
+THEME_ATTRIBUTE = re.compile(r'(\s(?:title|aria-label|data-bs-title|alt)=")([^"]+)(")')
+THEME_TEXT = re.compile(r"(>\s*)([^<>]*?[A-Za-z][^<>]*?)(\s*<)")
+
+
+def theme_table(app: Sphinx) -> dict[str, str]:
+    table = {}
+    for d in app.config.locale_dirs:
+        path = posixpath.join(
+            app.srcdir, d, app.config.language, "LC_MESSAGES", THEME_CATALOG + ".po"
+        )
+        if posixpath.exists(path):
+            table.update(read_translations(path))
+    return table
+
+
+def translate_theme_words(page: str, table: dict[str, str]) -> str:
+    """The theme's English words of one written page, in the edition's language.
+
+    The theme writes some words straight into its templates (``title="Toggle primary
+    sidebar"``) and looks others up in catalogs that lack them, so they are replaced
+    in the written HTML: exact attribute values and exact text between tags only.
+    """
+
+    def swap(m: re.Match) -> str:
+        word = html.unescape(m.group(2))
+        if word not in table:
+            return m.group(0)
+        return m.group(1) + html.escape(table[word]) + m.group(3)
+
+    page = THEME_ATTRIBUTE.sub(swap, page)  # the code cells' toggles too
+    # text only outside the chapter itself (its code and outputs are not the theme's)
+    article = re.search(r'<article class="bd-article".*?</article>', page, re.S)
+    start, end = article.span() if article else (len(page), len(page))
+    return (
+        THEME_TEXT.sub(swap, page[:start])
+        + page[start:end]
+        + THEME_TEXT.sub(swap, page[end:])
+    )
+
+
+def translate_theme(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html" or not is_translation(app):
+        return
+    import pathlib
+
+    table = theme_table(app)
+    for path in pathlib.Path(app.outdir).rglob("*.html"):
+        page = path.read_text(encoding="utf-8")
+        translated = translate_theme_words(page, table)
+        if translated != page:
+            path.write_text(translated, encoding="utf-8")
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("build-finished", translate_theme)
     app.connect("builder-inited", use_linear_chinese_search)
     app.add_transform(KeepNeutralTextUntranslated)
     _patch_glue_lookup()
