@@ -894,7 +894,8 @@ def test_theme_words_are_translated(site, edition):
 @pytest.mark.parametrize("edition", [e for e in EDITIONS if e])
 def test_chinese_editions_download_chinese_notebooks(site, edition):
     """A Chinese page's download button gives the notebook in its language: the same
-    code cells (so it runs as it is), Markdown translated from the catalog."""
+    code cells (so it runs as it is), plus one that gives the live figures the
+    edition's words, and Markdown translated from the catalog."""
     cjk = re.compile(r"[\u3400-\u9fff]")
     for source in _notebook_sources():
         page = edition + source.relative_to(BOOK).with_suffix(".html").as_posix()
@@ -904,7 +905,13 @@ def test_chinese_editions_download_chinese_notebooks(site, edition):
         target = (site / page).parent / link.group(1)
         english = json.loads(source.read_text(encoding="utf-8"))
         chinese = json.loads(target.read_text(encoding="utf-8"))
-        assert [c["source"] for c in chinese["cells"] if c["cell_type"] == "code"] == [
+        code = [c["source"] for c in chinese["cells"] if c["cell_type"] == "code"]
+        words = [c for c in code if "use_words(" in "".join(c)]
+        assert len(words) <= 1, f"{target}: {len(words)} use_words cells"
+        if words:
+            assert code.index(words[0]) == 1, f"{target}: use_words is not 2nd"
+            assert cjk.search("".join(words[0])), f"{target}: {words[0][:3]}"
+        assert [c for c in code if c not in words] == [
             c["source"] for c in english["cells"] if c["cell_type"] == "code"
         ], f"{target}: code cells differ from {source}"
         markdown = [

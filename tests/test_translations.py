@@ -251,3 +251,55 @@ def test_an_interactive_figure_is_translated_word_by_word(monkeypatch):
     broken = page.replace(tl_i18n.ALT.search(page).group(2), "something else")
     with pytest.raises(ValueError, match="something else"):
         tl_i18n.translate_figure_words(broken, table)
+
+
+def test_live_forms_show_the_editions_words():
+    """In a Chinese notebook, use_words (the cell translate_notebooks adds) puts the
+    edition's words on the live form: title, labels, options; the values stay."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_viz
+
+    from transformer_lib.viz import use_words
+
+    words = {
+        "A pinned figure: \\(\\alpha &lt; \\beta\\) &amp; more": (
+            "钉住的图：\\(\\alpha &lt; \\beta\\) 等"
+        ),
+        "size \\(\\sqrt{n}\\)": "大小 \\(\\sqrt{n}\\)",
+        "flip &lt;rows&gt;": "翻转&lt;行&gt;",
+        "magma": "岩浆",
+    }
+    use_words(words)
+    try:
+        form = test_viz._pinned_figure().widget()
+    finally:
+        use_words({})
+    title, row = form.children[0], form.children[1]
+    assert title.value == "<b>钉住的图：$\\alpha &lt; \\beta$ 等</b>", title.value
+    by_label = {c.description: c for c in row.children}
+    assert set(by_label) == {"大小 $\\sqrt{n}$", "翻转<行>", "cmap", "note"}, by_label
+    cmap = by_label["cmap"]
+    assert [label for label, _ in cmap.options] == ["viridis", "岩浆"]
+    cmap.value = "magma"  # the value is the English option the figure draws with
+    assert by_label["大小 $\\sqrt{n}$"].value == 3
+    english = test_viz._pinned_figure().widget()
+    assert english.children[1].children[0].description == "size $\\sqrt{n}$"
+
+
+def test_chinese_notebooks_give_the_live_forms_their_words():
+    nb = json.loads((ROOT / "book" / "04_masks.ipynb").read_text(encoding="utf-8"))
+    words = translate_notebooks.figure_words("zh_CN", "book/04_masks")
+    assert words.get("causal mask") == "因果掩码", words
+    out = translate_notebooks.with_figure_words(nb, words, "zh_CN")
+    code = [c for c in out["cells"] if c["cell_type"] == "code"]
+    before = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert len(code) == len(before) + 1 and code[0] == before[0]
+    assert code[2:] == before[1:]
+    namespace: dict = {}
+    exec("".join(code[1]["source"]), namespace)  # runs as the learner's kernel would
+    from transformer_lib.viz import live
+
+    try:
+        assert live._WORDS == words
+    finally:
+        live.use_words({})

@@ -1,7 +1,9 @@
 """Write a chapter notebook in another language: the English notebook with each
 Markdown paragraph, heading, list item and table cell replaced by its translation from
 the edition's catalog. Code cells stay as they are (and carry no outputs), so the
-notebook runs as it is.
+notebook runs as it is; one code cell is added after the first, which gives the live
+figures' forms the edition's words (``transformer_lib.viz.use_words``, with the
+chapter's entries of the catalog figures.po).
 
     python tools/translate_notebooks.py zh_CN book/01_qkv.ipynb out.ipynb
 
@@ -147,6 +149,51 @@ def translate_notebook(
     return out
 
 
+# the comment over the added cell, in each edition's language
+WORDS_COMMENT = {
+    "zh_CN": "# 本章交互图的标题、控件标签和选项用中文显示",
+    "zh_TW": "# 本章互動圖的標題、控制項標籤和選項以中文顯示",
+}
+
+
+def figure_words(language: str, docname: str) -> dict[str, str]:
+    """The translated words of one chapter's interactive figures."""
+    from babel.messages.pofile import read_po
+
+    path = LOCALES[language] / language / "LC_MESSAGES" / "figures.po"
+    if not path.exists():
+        return {}
+    with path.open("rb") as f:
+        return {
+            str(m.id): str(m.string)
+            for m in read_po(f)
+            if m.id and m.string and not m.fuzzy and m.string != m.id
+            and any(loc == docname for loc, _ in m.locations)
+        }  # fmt: skip
+
+
+def with_figure_words(notebook: dict, words: dict[str, str], language: str) -> dict:
+    """The notebook with a cell after its first code cell: use_words(words)."""
+    if not words:
+        return notebook
+    lines = [WORDS_COMMENT[language], "from transformer_lib.viz import use_words", ""]
+    lines += ["use_words(", "    {"]
+    lines += [f"        {en!r}: {zh!r}," for en, zh in words.items()]
+    lines += ["    }", ")"]
+    cell = {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {},
+        "outputs": [],
+        "source": [line + "\n" for line in lines[:-1]] + [lines[-1]],
+    }
+    cells = notebook["cells"]
+    first = next(i for i, c in enumerate(cells) if c["cell_type"] == "code")
+    if "id" in cells[first]:
+        cell["id"] = f"{cells[first]['id']}-words"
+    return {**notebook, "cells": cells[: first + 1] + [cell] + cells[first + 1 :]}
+
+
 def translate_site_notebooks(language: str, site: Path) -> dict[str, tuple[int, int]]:
     """Replace the English notebooks behind an edition's download buttons; returns
     {docname: (catalog entries used, catalog entries)}."""
@@ -160,6 +207,9 @@ def translate_site_notebooks(language: str, site: Path) -> dict[str, tuple[int, 
         used: set[str] = set()
         notebook = json.loads(src.read_text(encoding="utf-8"))
         translated = translate_notebook(notebook, lookup, used)
+        translated = with_figure_words(
+            translated, figure_words(language, docname), language
+        )
         target.write_text(
             json.dumps(translated, ensure_ascii=False, indent=1) + "\n",
             encoding="utf-8",

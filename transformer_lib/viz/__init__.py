@@ -30,6 +30,7 @@ from collections.abc import Callable
 from .figures import LiveFigure, MapFigure
 from .heatmap import Heatmap, HoverGrid, heatmap, light_colorbar
 from .interactive import Explorer
+from .live import use_words
 from .source import show_source
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "heatmap",
     "light_colorbar",
     "show_source",
+    "use_words",
     "all_explorers",
 ]
 

@@ -4,6 +4,10 @@ In a notebook with a kernel, Jupyter shows this form (the
 ``application/vnd.jupyter.widget-view+json`` part of the Explorer's output). Each
 control's change calls ``redraw`` (``Explorer.update``, in :mod:`.interactive`) with
 every control's value and shows the PNG it returns.
+
+:func:`use_words` gives the form's words (title, control labels, options) in another
+language: a Chinese edition's notebook calls it in its first cells with the words of
+that chapter's figures, from the catalog the edition's site uses (``figures.po``).
 """
 
 from __future__ import annotations
@@ -12,6 +16,28 @@ import html
 from collections.abc import Callable
 
 from .controls import Spec, is_bool_options, is_number_options, option_text
+from .static import label_html, label_text
+
+# English words of the figures -> the words the forms show, keyed as the kernel-free
+# twin writes them (HTML, math as \\(...\\)), like the editions' catalog figures.po
+_WORDS: dict[str, str] = {}
+
+
+def use_words(words: dict[str, str]) -> None:
+    """Show the live forms' title, labels and options in another language from now on.
+
+    ``words`` maps a word as the static twin's HTML writes it (``label_html``) to its
+    translation, in the same form; words it lacks stay as they are. ``use_words({})``
+    goes back to English.
+    """
+    _WORDS.clear()
+    _WORDS.update(words)
+
+
+def _word(text: str) -> str:
+    """``text`` (a label or title as written, with ``$...$``) in the current words."""
+    key = label_html(text)[0]
+    return label_text(_WORDS[key]) if key in _WORDS else text
 
 
 def build_widget(spec: Spec, redraw: Callable[..., bytes]):
@@ -27,7 +53,7 @@ def build_widget(spec: Spec, redraw: Callable[..., bytes]):
     style = {"description_width": "initial"}  # never truncate a label
     ctrls = {}
     for name, opts in spec.controls.items():
-        label = spec.labels[name]
+        label = _word(spec.labels[name])
         if is_bool_options(opts):
             c = W.Checkbox(
                 value=bool(spec.defaults[name]),
@@ -45,7 +71,7 @@ def build_widget(spec: Spec, redraw: Callable[..., bytes]):
             )
         else:
             c = W.Dropdown(
-                options=opts,
+                options=[(_word(str(o)), o) for o in opts],
                 value=spec.defaults[name],
                 description=label,
                 style=style,
@@ -61,5 +87,5 @@ def build_widget(spec: Spec, redraw: Callable[..., bytes]):
     row = W.HBox(list(ctrls.values()), layout=W.Layout(flex_flow="row wrap"))
     parts = [row, image]
     if spec.title:  # HTMLMath typesets $...$
-        parts.insert(0, W.HTMLMath(f"<b>{html.escape(spec.title)}</b>"))
+        parts.insert(0, W.HTMLMath(f"<b>{html.escape(_word(spec.title))}</b>"))
     return W.VBox(parts)
