@@ -14,8 +14,8 @@ drawn with a CJK font; the Binder, Colab and download buttons point at the repos
 On failure, screenshots go to ``_build/screenshots/``; ``TL_SITE_SHOTS=1`` saves one of
 every page. A per-page report (bytes transferred, own bytes, interactive figures, load
 time, the Chinese search results) is written to ``_build/site-report.md`` when the run
-ends (tests/conftest.py; the pages may be visited by several pytest-xdist workers). ``TL_SITE_DIR`` (and ``TL_BOOK_DIR`` for its
-sources) test another build.
+ends (tests/conftest.py; the pages may be visited by several pytest-xdist workers).
+``TL_SITE_DIR`` (and ``TL_BOOK_DIR`` for its sources) test another build.
 """
 
 from __future__ import annotations
@@ -167,9 +167,8 @@ def context(browser):
     ctx = browser.new_context(
         viewport={"width": 1280, "height": 900}, device_scale_factor=1, locale="en-US"
     )
-    ctx.set_default_timeout(
-        60_000
-    )  # a loaded 2-core machine: the formula index took > 20 s once
+    # a loaded 2-core machine: the formula index once took over 20 s to load
+    ctx.set_default_timeout(60_000)
     yield ctx
     ctx.close()
 

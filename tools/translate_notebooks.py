@@ -157,19 +157,13 @@ WORDS_COMMENT = {
 
 
 def figure_words(language: str, docname: str) -> dict[str, str]:
-    """The translated words of one chapter's interactive figures."""
-    from babel.messages.pofile import read_po
-
+    """The translated words of one chapter's interactive figures (not the data words,
+    which the catalog keeps as they are)."""
     path = LOCALES[language] / language / "LC_MESSAGES" / "figures.po"
     if not path.exists():
         return {}
-    with path.open("rb") as f:
-        return {
-            str(m.id): str(m.string)
-            for m in read_po(f)
-            if m.id and m.string and not m.fuzzy and m.string != m.id
-            and any(loc == docname for loc, _ in m.locations)
-        }  # fmt: skip
+    words = read_translations(str(path), location=docname)
+    return {en: zh for en, zh in words.items() if zh != en}
 
 
 def with_figure_words(notebook: dict, words: dict[str, str], language: str) -> dict:

@@ -47,8 +47,9 @@ def is_translation(app: Sphinx) -> bool:
     return bool(edition_root(app.config.language))
 
 
-def read_translations(path: str) -> dict[str, str]:
-    """{msgid: msgstr} of a gettext catalog, translated and not fuzzy entries only."""
+def read_translations(path: str, location: str | None = None) -> dict[str, str]:
+    """{msgid: msgstr} of a gettext catalog, translated and not fuzzy entries only;
+    with ``location`` (a docname), only the entries found on that page."""
     from babel.messages.pofile import read_po
 
     with open(path, "rb") as f:
@@ -56,7 +57,8 @@ def read_translations(path: str) -> dict[str, str]:
             str(m.id): str(m.string)
             for m in read_po(f)
             if m.id and m.string and not m.fuzzy
-        }
+            and (location is None or any(loc == location for loc, _ in m.locations))
+        }  # fmt: skip
 
 
 # Latin letters: a cell that is already Chinese (the glossary's columns) is not prose
@@ -249,8 +251,10 @@ def _alt_text(info: dict, chosen: list[int]) -> str:
     return f"{info['title']} ({settings})"
 
 
-def _translate_explorer(block: str, table: dict[str, str]) -> str:
-    from transformer_lib.viz.static import label_text, plain
+def _translate_explorer(
+    block: str, table: dict[str, str], words: dict[str, str], options: dict[str, str]
+) -> str:
+    from transformer_lib.viz.static import script_json
 
     def swap(m: re.Match) -> str:
         group = next(g for g in FIGURE_GROUPS if m.group(g) is not None)
@@ -258,7 +262,7 @@ def _translate_explorer(block: str, table: dict[str, str]) -> str:
         text = _json_text(m, group)
         new = table.get(text, text)
         if group == "e":
-            new = json.dumps(new).strip('"').replace("<", "\\u003c")
+            new = script_json(new)[1:-1]
         return m.group(i + 1) + new + m.group(i + 3)
 
     describe = DESCRIBE.search(block)
@@ -277,15 +281,12 @@ def _translate_explorer(block: str, table: dict[str, str]) -> str:
         raise ValueError(
             f"cannot read the controls' settings in the alt text {shown!r}"
         )
-    # the alt text's words are the HTML's as plain text (no markup, no TeX)
-    words = {plain(label_text(en)): plain(label_text(zh)) for en, zh in table.items()}
-    options = {html.unescape(en): html.unescape(zh) for en, zh in table.items()}
     info["title"] = words.get(info["title"], info["title"])
     info["labels"] = [words.get(t, t) for t in info["labels"]]
     info["texts"] = [[options.get(t, t) for t in texts] for texts in info["texts"]]
     if "masked" in info:
         info["masked"] = table.get(info["masked"], info["masked"])
-    described = json.dumps(info, separators=(",", ":")).replace("<", "\\u003c")
+    described = script_json(info)
     block = (
         block[: alt.start(2)]
         + html.escape(_alt_text(info, chosen))
@@ -298,24 +299,33 @@ def _translate_explorer(block: str, table: dict[str, str]) -> str:
 
 def translate_figure_words(page: str, table: dict[str, str]) -> str:
     """A page with its interactive figures' words in the edition's language."""
-    return EXPLORER.sub(lambda m: _translate_explorer(m.group(0), table), page)
+    from transformer_lib.viz.static import label_text, plain
+
+    # the alt text's words are the HTML's as plain text (no markup, no TeX), the
+    # options' as the reader sees them
+    words = {plain(label_text(en)): plain(label_text(zh)) for en, zh in table.items()}
+    options = {html.unescape(en): html.unescape(zh) for en, zh in table.items()}
+    return EXPLORER.sub(
+        lambda m: _translate_explorer(m.group(0), table, words, options), page
+    )
 
 
-_FIGURE_TABLES: dict[str, dict[str, str]] = {}
+_TABLES: dict[tuple[str, str], dict[str, str]] = {}
 
 
-def figure_table(app: Sphinx) -> dict[str, str]:
-    language = app.config.language
-    if language not in _FIGURE_TABLES:
+def catalog_table(app: Sphinx, name: str) -> dict[str, str]:
+    """{English: translation} of the edition's catalog ``name`` (figures, theme)."""
+    key = (app.config.language, name)
+    if key not in _TABLES:
         table = {}
         for d in app.config.locale_dirs:
             path = posixpath.join(
-                app.srcdir, d, language, "LC_MESSAGES", FIGURE_CATALOG + ".po"
+                app.srcdir, d, app.config.language, "LC_MESSAGES", name + ".po"
             )
             if posixpath.exists(path):
                 table.update(read_translations(path))
-        _FIGURE_TABLES[language] = table
-    return _FIGURE_TABLES[language]
+        _TABLES[key] = table
+    return _TABLES[key]
 
 
 def translate_figures(
@@ -324,7 +334,9 @@ def translate_figures(
     if app.builder.format != "html" or not is_translation(app):
         return
     if "body" in context and "tl-explorer" in context["body"]:
-        context["body"] = translate_figure_words(context["body"], figure_table(app))
+        context["body"] = translate_figure_words(
+            context["body"], catalog_table(app, FIGURE_CATALOG)
+        )
 
 
 def add_switcher(
@@ -419,17 +431,6 @@ THEME_ATTRIBUTE = re.compile(r'(\s(?:title|aria-label|data-bs-title|alt)=")([^"]
 THEME_TEXT = re.compile(r"(>\s*)([^<>]*?[A-Za-z][^<>]*?)(\s*<)")
 
 
-def theme_table(app: Sphinx) -> dict[str, str]:
-    table = {}
-    for d in app.config.locale_dirs:
-        path = posixpath.join(
-            app.srcdir, d, app.config.language, "LC_MESSAGES", THEME_CATALOG + ".po"
-        )
-        if posixpath.exists(path):
-            table.update(read_translations(path))
-    return table
-
-
 def translate_theme_words(page: str, table: dict[str, str]) -> str:
     """The theme's English words of one written page, in the edition's language.
 
@@ -460,7 +461,7 @@ def translate_theme(app: Sphinx, exception: Exception | None) -> None:
         return
     import pathlib
 
-    table = theme_table(app)
+    table = catalog_table(app, THEME_CATALOG)
     for path in pathlib.Path(app.outdir).rglob("*.html"):
         page = path.read_text(encoding="utf-8")
         translated = translate_theme_words(page, table)

@@ -213,7 +213,7 @@ def script() -> str:
     return "\n".join(lines)
 
 
-def _json(data: Any) -> str:
+def script_json(data: Any) -> str:
     """Compact JSON that can sit in a <script> element (it never ends the script)."""
     return json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
 
@@ -257,7 +257,7 @@ def to_html(spec: Spec, rendered: dict[str, dict]) -> str:
     """A self-contained HTML block (inline PNGs, a small script): no kernel, no CDN."""
     names = list(spec.controls)
     default_key = ",".join(str(spec.controls[n].index(spec.defaults[n])) for n in names)
-    frames_json = _json(rendered)
+    frames_json = script_json(rendered)
     digest = hashlib.sha1(
         f"{next(_counter)}|{spec.title}|{names}|{frames_json}".encode()
     ).hexdigest()
@@ -302,8 +302,9 @@ def to_html(spec: Spec, rendered: dict[str, dict]) -> str:
         "texts": [[option_text(o) for o in spec.controls[n]] for n in names],
         "masked": "masked",  # the hover read-out of a masked cell
     }
+    described = script_json(labels)
     parts.append(
-        f'<script type="application/json" class="tl-describe">{_json(labels)}</script>'
+        f'<script type="application/json" class="tl-describe">{described}</script>'
     )
     parts.append(f"<script>\n{script().replace('__UID__', uid)}</script>")
     parts.append("</div>")
