@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup book catalogs serve lab lint test test-lib test-notebooks test-site bench clean
+.PHONY: setup fonts book catalogs serve lab lint test test-lib test-notebooks test-site bench clean
 
 setup: $(STAMP)
 
@@ -21,12 +21,22 @@ $(STAMP): requirements.txt pyproject.toml
 ## editions into _build/html/zh_CN and _build/html/zh_TW from the same executed notebooks
 ## (tools/editions.py) and the catalogs in locales/. Under make test, every exercise solution
 ## also runs after its chapter, in the chapter's kernel (SOLUTIONS=1).
-book: $(STAMP)
+book: $(STAMP) fonts
 	rm -rf _build/html _build/jupyter_execute _build/.jupyter_cache _build/.doctrees
 	$(PY) tools/run_notebooks.py $(if $(SOLUTIONS),--solutions)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going --path-output .
 	$(PY) tools/editions.py build zh_CN zh_TW
 	@echo "Built. Open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:8000"
+
+# the Chinese editions draw their figures' words in Noto Sans CJK (transformer_lib/viz/image_words.py)
+fonts:
+	@fc-list 2>/dev/null | grep -qi "noto sans cjk" || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing fonts-noto-cjk (the Chinese editions' figures need it)"; \
+			apt-get update -qq && apt-get install -y -qq fonts-noto-cjk >/dev/null; \
+		else \
+			echo "the Chinese editions' figures need a CJK font: install fonts-noto-cjk"; exit 1; \
+		fi; }
 
 ## make catalogs: after changing English text, refresh locales/zh_CN (changed entries turn fuzzy
 ## and tests/test_translations.py fails until they are translated again)

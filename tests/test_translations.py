@@ -290,16 +290,108 @@ def test_chinese_notebooks_give_the_live_forms_their_words():
     nb = json.loads((ROOT / "book" / "04_masks.ipynb").read_text(encoding="utf-8"))
     words = translate_notebooks.figure_words("zh_CN", "book/04_masks")
     assert words.get("causal mask") == "因果掩码", words
-    out = translate_notebooks.with_figure_words(nb, words, "zh_CN")
+    pictured = translate_notebooks.figure_words("zh_CN", "book/04_masks", "images")
+    assert pictured.get("key position") == "键位置", pictured
+    out = translate_notebooks.with_figure_words(nb, words, "zh_CN", pictured)
     code = [c for c in out["cells"] if c["cell_type"] == "code"]
     before = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert len(code) == len(before) + 1 and code[0] == before[0]
     assert code[2:] == before[1:]
     namespace: dict = {}
     exec("".join(code[1]["source"]), namespace)  # runs as the learner's kernel would
-    from transformer_lib.viz import live
+    from transformer_lib.viz import image_words, live
 
     try:
         assert live._WORDS == words
+        drawn = image_words.live_words()
+        assert drawn.language == "zh_CN" and drawn.table == pictured
     finally:
         live.use_words({})
+        image_words.use_image_words(None)
+
+
+# ------------------------------------------------------- words inside the figures
+SITE = ROOT / "_build" / "html"
+IMAGE_SRC = re.compile(r'src="(?:\.\./)*_images/([^"]+)"')
+FRAME_PNG = re.compile(r'"png":"([^"]+)"')  # an interactive figure's frames
+
+
+def _text(value: str | list[str]) -> str:
+    return "".join(value) if isinstance(value, list) else value
+
+
+@pytest.fixture(scope="module")
+def executed() -> list[tuple[str, dict]]:
+    """(page, executed notebook) of every chapter in the English build's cache."""
+    found = [(page, nb) for page, _, nb in editions.cached_notebooks()]
+    if len(found) < len(NOTEBOOKS) or not (SITE / "zh_TW").is_dir():
+        pytest.fail("no built book with its editions: run `make book` first")
+    return found
+
+
+def test_the_images_catalog_has_exactly_the_words_the_figures_draw(executed):
+    drawn = editions.image_words()
+    catalog = {str(m.id) for m in read(ZH_CN / "images.po") if m.id}
+    new = sorted(set(drawn) - catalog)
+    gone = sorted(catalog - set(drawn))
+    assert not new, f"figure words not in images.po (run `make catalogs`): {new[:5]}"
+    assert not gone, f"images.po has words no figure draws any more: {gone[:5]}"
+    # the word lists really are the figures': the axis label of ch02's first plot
+    assert "median entropy (nats)" in drawn
+
+
+def _digest(data: str | bytes) -> str:
+    import base64
+    import hashlib
+
+    raw = base64.b64decode(data) if isinstance(data, str) else data
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _page_images(root: Path, page: str) -> set[str]:
+    text = (root / "book" / f"{page}.html").read_text(encoding="utf-8")
+    return {
+        _digest((root / "_images" / name).read_bytes())
+        for name in IMAGE_SRC.findall(text)
+    }
+
+
+def _page_frames(root: Path, page: str) -> set[str]:
+    text = (root / "book" / f"{page}.html").read_text(encoding="utf-8")
+    return set(FRAME_PNG.findall(text))
+
+
+def test_each_edition_shows_its_own_pictures_of_every_figure_with_words(executed):
+    """Every picture with words that an English page shows (a static figure, or an
+    interactive figure's frames) is, on each Chinese page, the picture drawn in that
+    language, and never the English one."""
+    checked, problems = 0, []
+    for page, nb in executed:
+        english_images = _page_images(SITE, page)
+        english_frames = _page_frames(SITE, page)
+        for language in ("zh_CN", "zh_TW"):
+            images = _page_images(SITE / language, page)
+            frames = _page_frames(SITE / language, page)
+            for cell in nb["cells"]:
+                for output in cell.get("outputs", []):
+                    for mime, entry in editions._edition_entries(output):
+                        drawn = entry["tl_editions"][language]
+                        if mime.endswith("image/png"):
+                            english = _digest(_text(output["data"][mime]))
+                            if english not in english_images:
+                                continue  # glued, and shown on no page
+                            ok = _digest(drawn) in images and english not in images
+                        else:
+                            english = set(
+                                FRAME_PNG.findall(_text(output["data"][mime]))
+                            )
+                            assert english <= english_frames, page
+                            ok = set(FRAME_PNG.findall(drawn)) <= frames
+                            ok = ok and not english & frames
+                        checked += 1
+                        if not ok:
+                            problems.append(
+                                f"{language} {page}: {entry['tl_words'][:2]}"
+                            )
+    assert not problems, problems
+    assert checked > 100, checked  # every static figure and explorer, twice

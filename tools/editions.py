@@ -13,6 +13,12 @@ shows the same outputs. An edition is written to ``_build/html/<language>/``.
   and Taiwan phrases), then ``ZH_TW_OVERRIDES`` corrects the few places where OpenCC's
   everyday choice is wrong for this field. Its catalogs go to ``_build/locales``.
 
+The words drawn inside the figures (titles, axis labels, legends, notes) are translated
+in ``locales/zh_CN/LC_MESSAGES/images.po``. ``tools/run_notebooks.py`` has every figure
+drawn once more per edition while the notebooks execute, into its output's metadata
+(``transformer_lib/viz/image_words.py``); an edition's copy of the cache shows those
+pictures in place of the English ones.
+
 Each edition's download button gives its own notebook: the English notebook with every
 Markdown cell translated from the catalog (``tools/translate_notebooks.py``).
 """
@@ -147,6 +153,37 @@ def update_catalogs() -> None:
          "zh_CN", "-d", LOCALES, "-w", "88"]
     )  # fmt: skip
     update_figure_catalog()
+    update_image_catalog()
+
+
+def _write_catalog(
+    path: Path, language: str, entries: dict[str, list[str]], header: str = ""
+) -> Path:
+    """A catalog of ``entries`` ({English: [pages]}): translations kept, new entries
+    empty, entries no longer found obsolete."""
+    old = {}
+    if path.exists():
+        with path.open("rb") as f:
+            old = {str(m.id): m for m in read_po(f) if m.id}
+    catalog = Catalog(locale=language, project="The Transformer, Formula by Formula")
+    if header:
+        catalog.header_comment = header
+    for text, pages in entries.items():
+        before = old.get(text)
+        catalog.add(
+            text,
+            before.string if before else "",
+            locations=[(f"book/{p}", 0) for p in pages],
+            user_comments=before.user_comments if before else [],
+            flags=before.flags if before else (),
+        )
+    for text, message in old.items():
+        if text not in entries:
+            catalog.obsolete[text] = message
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        write_po(f, catalog, width=88)
+    return path
 
 
 def site_figure_words(site: Path = BUILD / "html") -> dict[str, list[str]]:
@@ -168,31 +205,100 @@ def site_figure_words(site: Path = BUILD / "html") -> dict[str, list[str]]:
 
 def update_figure_catalog(language: str = "zh_CN") -> Path:
     """locales/<language>/LC_MESSAGES/figures.po: the words of the interactive figures,
-    taken from the built English site; translations kept, new words empty, words no
-    longer on the site obsolete."""
-
+    taken from the built English site."""
     path = LOCALES / language / "LC_MESSAGES" / "figures.po"
-    old = {}
+    return _write_catalog(path, language, site_figure_words())
+
+
+# ------------------------------------------------------------ words inside figures
+IMAGE_CATALOG = "images"
+IMAGE_HEADER = """\
+# The words drawn inside the book's figures (titles, axis labels, legends, notes),
+# as the last `make book` drew them: `make catalogs` refreshes this file.
+# {0}, {1}, ... are numbers filled in when the figure is drawn: a translation keeps
+# every one of them (in any order), and every $...$ formula as it is.
+#"""
+
+
+def cached_notebooks(cache_dir: Path | None = None):
+    """(page name, executed notebook as a dict) of every notebook in a jupyter-cache."""
+    import json
+
+    from jupyter_cache import get_cache
+
+    cache = get_cache(str(cache_dir or shared_cache_dir()))
+    for record in cache.list_cache_records():
+        path = Path(record.uri)
+        stored = Path(cache.path) / "executed" / record.hashkey / "base.ipynb"
+        yield path.stem, stored, json.loads(stored.read_text(encoding="utf-8"))
+
+
+def _edition_entries(output: dict):
+    """(mimetype, its metadata entry) of each output picture drawn for the editions."""
+    for mime in output.get("data", {}):
+        plain = mime.removeprefix("application/papermill.record/")
+        entry = output.get("metadata", {}).get(plain)
+        if isinstance(entry, dict) and "tl_editions" in entry:
+            yield mime, entry
+
+
+def image_words(cache_dir: Path | None = None) -> dict[str, list[str]]:
+    """{key: [pages]} of the words drawn inside the executed figures."""
+    found: dict[str, list[str]] = {}
+    for page, _, nb in sorted(cached_notebooks(cache_dir), key=lambda c: c[0]):
+        for cell in nb["cells"]:
+            for output in cell.get("outputs", []):
+                for _, entry in _edition_entries(output):
+                    for key in entry["tl_words"]:
+                        pages = found.setdefault(key, [])
+                        if page not in pages:
+                            pages.append(page)
+    return found
+
+
+def update_image_catalog(language: str = "zh_CN") -> Path:
+    """locales/<language>/LC_MESSAGES/images.po: the words inside the figures, as the
+    last ``make book`` drew them."""
+    words = image_words()
+    if not words:
+        raise SystemExit("no executed notebooks in the cache: run `make book` first")
+    path = LOCALES / language / "LC_MESSAGES" / f"{IMAGE_CATALOG}.po"
+    return _write_catalog(path, language, words, IMAGE_HEADER)
+
+
+def image_tables() -> dict[str, dict[str, str]]:
+    """{language: {key: translation}} of the words inside the figures, for every
+    edition (zh_TW derived from zh_CN as everywhere else)."""
+    path = LOCALES / "zh_CN" / "LC_MESSAGES" / f"{IMAGE_CATALOG}.po"
+    zh_cn = {}
     if path.exists():
         with path.open("rb") as f:
-            old = {str(m.id): m for m in read_po(f) if m.id}
-    catalog = Catalog(locale=language, project="The Transformer, Formula by Formula")
-    words = site_figure_words()
-    for text, pages in words.items():
-        before = old.get(text)
-        catalog.add(
-            text,
-            before.string if before else "",
-            locations=[(f"book/{p}", 0) for p in pages],
-            user_comments=before.user_comments if before else [],
-            flags=before.flags if before else (),
-        )
-    for text, message in old.items():
-        if text not in words:
-            catalog.obsolete[text] = message
-    with path.open("wb") as f:
-        write_po(f, catalog, width=88)
-    return path
+            zh_cn = {
+                str(m.id): m.string
+                for m in read_po(f)
+                if m.id and m.string and not m.fuzzy
+            }
+    return {"zh_CN": zh_cn, "zh_TW": {k: to_taiwan(v) for k, v in zh_cn.items()}}
+
+
+def use_edition_pictures(cache_dir: Path, language: str) -> int:
+    """In an edition's copy of the jupyter-cache, put the edition's pictures in place
+    of the English ones; returns how many were replaced."""
+    import json
+
+    n = 0
+    for _, stored, nb in cached_notebooks(cache_dir):
+        changed = False
+        for cell in nb["cells"]:
+            for output in cell.get("outputs", []):
+                for mime, entry in list(_edition_entries(output)):
+                    output["data"][mime] = entry["tl_editions"][language]
+                    del entry["tl_editions"], entry["tl_words"]
+                    changed = True
+                    n += 1
+        if changed:
+            stored.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
+    return n
 
 
 # --------------------------------------------------------------------- Traditional
@@ -302,6 +408,12 @@ def search_dictionary(language: str) -> Path:
 
 
 # -------------------------------------------------------------------------- build
+def shared_cache_dir() -> Path:
+    """The jupyter-cache that ``make book`` executes the notebooks into."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    return ROOT / config["execute"]["cache"]
+
+
 def build(languages: list[str]) -> dict[str, float]:
     """Build the editions side by side, one process each, and return their times.
 
@@ -312,12 +424,7 @@ def build(languages: list[str]) -> dict[str, float]:
     """
     if "zh_TW" in languages:
         derive_zh_tw()
-    shared_cache = (
-        ROOT
-        / yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["execute"][
-            "cache"
-        ]
-    )
+    shared_cache = shared_cache_dir()
     jobs = {}
     for language in languages:
         out = EDITIONS_DIR / language
@@ -325,6 +432,8 @@ def build(languages: list[str]) -> dict[str, float]:
         cache = out / "jupyter_cache"
         shutil.rmtree(cache, ignore_errors=True)
         shutil.copytree(shared_cache, cache)
+        swapped = use_edition_pictures(cache, language)
+        print(f"edition {language}: {swapped} pictures in its language", flush=True)
         config = edition_config(language, "html", cache)
         log = (out / "build.log").open("w", encoding="utf-8")
         cmd = [JB, "build", ".", "--config", config, "--path-output", out, "-W", "-n",

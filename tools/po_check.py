@@ -1,5 +1,6 @@
 """Check the translation catalogs: every entry translated, none fuzzy or obsolete, and
-the MyST markup of each msgstr the same as its msgid's.
+the MyST markup of each msgstr the same as its msgid's (and the number slots {0}, {1},
+... of a figure's words).
 
     .venv/bin/python tools/po_check.py [FILE.po ...]   # default: every zh_CN catalog
 
@@ -29,6 +30,8 @@ TEXT_ROLES = {"ref", "numref", "doc", "term", "download"}
 MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
 CODE = re.compile(r"(?<![`}])`([^`]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+# the numbers of a text drawn inside a figure (images.po): {0}, {1}, ...
+SLOT = re.compile(r"\{\d+\}")
 # CommonMark does not close **bold** or *emphasis* when the closing marker follows
 # punctuation and is followed by a letter: in Chinese, **注意力。**然后 stays literal.
 # Checked by rendering: an asterisk the English does not show must not show.
@@ -61,6 +64,7 @@ def markup(text: str) -> dict[str, Counter]:
         ),
         "code": Counter(CODE.findall(without_math)),
         "links": Counter(LINK.findall(without_math)),
+        "number slots": Counter(SLOT.findall(without_math)),
     }
 
 

@@ -16,6 +16,11 @@ it fails when it raises, or when its exercise's checker still says "not attempte
 ``make test`` builds the book this way, so the chapters run once for the site and for
 their solutions together.
 
+Before a chapter's first cell, a setup cell (not part of the chapter, and not cached)
+asks the kernel to draw every figure once more in each Chinese edition's language
+(``transformer_lib.viz.image_words``), with the words of ``locales/*/images.po``; the
+editions then show those pictures.
+
 A cell that raises, a cell over the timeout, or a failing solution is reported with its
 traceback, and the exit status is 1. The notebooks that ran are cached either way.
 """
@@ -37,6 +42,7 @@ import nbformat
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import editions  # noqa: E402
 import solutions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,13 +92,32 @@ def _solution_failure(cell: dict, label: str, readable: str) -> str | None:
     return None
 
 
-def run_one(path: Path, with_solutions: bool, threads: int) -> Result:
-    """Execute one notebook (then its solutions) in a fresh kernel."""
+def setup_cell(tables: dict[str, dict[str, str]]) -> nbformat.NotebookNode:
+    """The cell run before a chapter: its figures are also drawn in each edition's
+    language, from these tables ({language: {key: translation}})."""
+    source = (
+        "import json as _json\n"
+        "from transformer_lib.viz import image_words as _image_words\n\n"
+        f"_image_words.render_editions(_json.loads({json.dumps(tables)!r}))\n"
+        "del _json, _image_words"
+    )
+    return nbformat.v4.new_code_cell(source)
+
+
+def run_one(
+    path: Path,
+    with_solutions: bool,
+    threads: int,
+    tables: dict[str, dict[str, str]] | None = None,
+) -> Result:
+    """Execute one notebook (then its solutions) in a fresh kernel; its figures are
+    also drawn in the languages of ``tables`` (none by default)."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
     nb = nbformat.read(path, as_version=4)
     work = copy.deepcopy(nb)
+    work.cells.insert(0, setup_cell(tables or {}))
     readable: dict[str, str] = {}
     if with_solutions:
         for ex in solutions.exercises(path):
@@ -122,15 +147,25 @@ def run_one(path: Path, with_solutions: bool, threads: int) -> Result:
     seconds = time.perf_counter() - start
     result = Result(path, seconds, None, error)
     if error is None:
-        # the chapter as the book reads it: its own cells, with their outputs
-        for cell, ran in zip(nb.cells, work.cells[: len(nb.cells)], strict=True):
+        # the chapter as the book reads it: its own cells, with their outputs, counted
+        # from 1 as if the setup cell had not run
+        chapter = work.cells[1 : len(nb.cells) + 1]
+        for cell, ran in zip(nb.cells, chapter, strict=True):
             if cell.cell_type == "code":
-                cell.outputs, cell.execution_count = ran.outputs, ran.execution_count
+                cell.outputs = ran.outputs
+                cell.execution_count = _one_less(ran.execution_count)
+                for out in cell.outputs:
+                    if out.get("execution_count") is not None:
+                        out.execution_count = _one_less(out.execution_count)
         result.notebook = nb
-        for cell in work.cells[len(nb.cells) :]:
+        for cell in work.cells[len(nb.cells) + 1 :]:
             label = cell.metadata["tl_solution"]
             result.solutions[label] = _solution_failure(cell, label, readable[label])
     return result
+
+
+def _one_less(count: int | None) -> int | None:
+    return None if count is None else count - 1
 
 
 def cache_notebook(cache, result: Result) -> None:
@@ -161,9 +196,19 @@ def run(paths: list[Path], with_solutions: bool, jobs: int) -> list[Result]:
     )
     threads = max(1, (os.cpu_count() or 1) // jobs)
     cache = get_cache(str(CACHE))
+    tables = editions.image_tables()
+    from transformer_lib.viz.image_words import font_family
+
+    for language in tables:
+        try:
+            font_family(language)  # before any kernel starts
+        except RuntimeError as err:
+            raise SystemExit(str(err)) from None
     results: list[Result] = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_one, p, with_solutions, threads): p for p in paths}
+        futures = {
+            pool.submit(run_one, p, with_solutions, threads, tables): p for p in paths
+        }
         for future in as_completed(futures):
             result = future.result()
             results.append(result)

@@ -3,7 +3,9 @@ Markdown paragraph, heading, list item and table cell replaced by its translatio
 the edition's catalog. Code cells stay as they are (and carry no outputs), so the
 notebook runs as it is; one code cell is added after the first, which gives the live
 figures' forms the edition's words (``transformer_lib.viz.use_words``, with the
-chapter's entries of the catalog figures.po).
+chapter's entries of the catalog figures.po) and has the figures drawn with the
+edition's words inside them (``transformer_lib.viz.image_words.use_image_words``, with
+the chapter's entries of images.po).
 
     python tools/translate_notebooks.py zh_CN book/01_qkv.ipynb out.ipynb
 
@@ -151,29 +153,49 @@ def translate_notebook(
 
 # the comment over the added cell, in each edition's language
 WORDS_COMMENT = {
-    "zh_CN": "# 本章交互图的标题、控件标签和选项用中文显示",
-    "zh_TW": "# 本章互動圖的標題、控制項標籤和選項以中文顯示",
+    "zh_CN": "# 本章图中的文字，以及交互图的标题、控件标签和选项，都用中文显示",
+    "zh_TW": "# 本章圖中的文字，以及互動圖的標題、控制項標籤和選項，都以中文顯示",
 }
 
 
-def figure_words(language: str, docname: str) -> dict[str, str]:
-    """The translated words of one chapter's interactive figures (not the data words,
-    which the catalog keeps as they are)."""
-    path = LOCALES[language] / language / "LC_MESSAGES" / "figures.po"
+def figure_words(
+    language: str, docname: str, catalog: str = "figures"
+) -> dict[str, str]:
+    """The translated words of one chapter's figures: its interactive figures' forms
+    (``figures``) or the words drawn inside its pictures (``images``); not the data
+    words, which the catalog keeps as they are."""
+    path = LOCALES[language] / language / "LC_MESSAGES" / f"{catalog}.po"
     if not path.exists():
         return {}
     words = read_translations(str(path), location=docname)
     return {en: zh for en, zh in words.items() if zh != en}
 
 
-def with_figure_words(notebook: dict, words: dict[str, str], language: str) -> dict:
-    """The notebook with a cell after its first code cell: use_words(words)."""
-    if not words:
+def _table(name: str, words: dict[str, str]) -> list[str]:
+    return (
+        [f"{name} = {{"] + [f"    {en!r}: {zh!r}," for en, zh in words.items()] + ["}"]
+    )
+
+
+def with_figure_words(
+    notebook: dict,
+    words: dict[str, str],
+    language: str,
+    image_words: dict[str, str] | None = None,
+) -> dict:
+    """The notebook with a cell after its first code cell: use_words(words), and
+    use_image_words(language, image_words)."""
+    if not words and not image_words:
         return notebook
-    lines = [WORDS_COMMENT[language], "from transformer_lib.viz import use_words", ""]
-    lines += ["use_words(", "    {"]
-    lines += [f"        {en!r}: {zh!r}," for en, zh in words.items()]
-    lines += ["    }", ")"]
+    lines = [WORDS_COMMENT[language]]
+    lines += ["from transformer_lib.viz import use_words"]
+    lines += ["from transformer_lib.viz.image_words import use_image_words", ""]
+    lines += _table("_form_words", words) + _table("_image_words", image_words or {})
+    lines += [
+        "use_words(_form_words)",
+        f"use_image_words({language!r}, _image_words)",
+        "del _form_words, _image_words",
+    ]
     cell = {
         "cell_type": "code",
         "execution_count": None,
@@ -202,7 +224,10 @@ def translate_site_notebooks(language: str, site: Path) -> dict[str, tuple[int, 
         notebook = json.loads(src.read_text(encoding="utf-8"))
         translated = translate_notebook(notebook, lookup, used)
         translated = with_figure_words(
-            translated, figure_words(language, docname), language
+            translated,
+            figure_words(language, docname),
+            language,
+            figure_words(language, docname, "images"),
         )
         target.write_text(
             json.dumps(translated, ensure_ascii=False, indent=1) + "\n",

@@ -10,6 +10,7 @@ advance. This module holds what both share: the controls, the figure, and the re
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import struct
@@ -25,7 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
-from . import live, static
+from . import image_words, live, static
 from .figures import LiveFigure
 from .static import MAX_FRAMES
 
@@ -121,6 +122,9 @@ class Explorer:
         self._changing: list = []  # its artists a redraw paints, in drawing order
         self._backgrounds: dict = {}  # layout key -> saved picture of the rest
         self._overlays: dict = {}  # layout key -> its overlays' pixels, or None
+        # the language of the words drawn in the picture: a Chinese notebook's (see
+        # image_words.use_image_words), or an edition's while the book is built
+        self._words: image_words.Words | None = image_words.live_words()
 
     # -- the redraw: the live widget calls update(), the static twin _frame(); both
     # paint the figure the same way
@@ -136,6 +140,8 @@ class Explorer:
         else:
             self._fig.clear()
             grids = self.draw(self._fig, **values)
+            if self._words is not None:
+                self._words.apply(self._fig)
             self._canvas.draw()
         return np.asarray(self._canvas.buffer_rgba()), grids
 
@@ -145,8 +151,11 @@ class Explorer:
         if self._figure is None:
             self._figure = self.draw(self._fig)
             self._changing = self._changing_artists()
+        if not self._backgrounds:
             self._save_layouts()
         grids = self._figure.update(**values)
+        if self._words is not None:
+            self._words.apply(self._fig)
         key = self._figure.layout(**values)
         self._canvas.restore_region(self._backgrounds[key])
         renderer = self._canvas.get_renderer()
@@ -170,6 +179,8 @@ class Explorer:
             if key in self._backgrounds:
                 continue
             self._figure.update(**values)
+            if self._words is not None:
+                self._words.apply(self._fig)
             left_out = self._changing + self._figure.overlays
             for a in left_out:
                 a.set_animated(True)  # left out of a full draw
@@ -229,6 +240,35 @@ class Explorer:
         rgba, grids = self.paint(values)
         return rgba, static.hover_data(self._fig, grids)
 
+    @contextlib.contextmanager
+    def _drawn_in(self, words: image_words.Words):
+        """Within the block, paint() draws the words in ``words``' language; the
+        figure, and its saved pictures of the unchanging part, are English again
+        after."""
+        saved = self._words, self._backgrounds, self._overlays
+        self._words, self._backgrounds, self._overlays = words, {}, {}
+        try:
+            yield
+        finally:
+            words.restore()
+            self._words, self._backgrounds, self._overlays = saved
+
+    def edition_pictures(self) -> dict[str, Any] | None:
+        """While the book is built (:func:`.image_words.render_editions`): the
+        kernel-free twin once more per edition, with the words in the pictures in the
+        edition's language; the metadata of the figure's output, or None if no picture
+        has words."""
+        pictures, seen = {}, {}
+        for language, table in image_words.editions().items():
+            words = image_words.Words(language, table)
+            with self._drawn_in(words), image_words.every_glyph_drawn(language):
+                block = static.to_html(self, self.frames())
+            if not words.seen:
+                break
+            seen.update(words.seen)
+            pictures[language] = block
+        return image_words.edition_metadata(pictures, seen)
+
     # -- the two lives
     def widget(self):
         """The ipywidgets form: a control per entry of ``controls``, over the figure."""
@@ -244,7 +284,7 @@ class Explorer:
         """The kernel-free twin, one HTML block: :func:`.static.to_html`."""
         return static.to_html(self, self.frames())
 
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+    def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = {
             "text/plain": "Interactive figure with controls: "
             + ", ".join(self.controls),
@@ -257,4 +297,5 @@ class Explorer:
         if view and "application/vnd.jupyter.widget-view+json" in view:
             key = "application/vnd.jupyter.widget-view+json"
             bundle[key] = view[key]
-        return bundle
+        editions = self.edition_pictures() if image_words.editions() else None
+        return (bundle, {"text/html": editions}) if editions else bundle

@@ -1,0 +1,216 @@
+"""The words drawn inside figures, in the Chinese editions (viz/image_words.py).
+
+A figure's texts are swapped for their translations and drawn with a CJK font, then put
+back: the English picture must come out byte-identical afterwards. The catalog keys
+take the numbers out of a text, and a translation gets them back. A chapter executed
+as the book executes it (tools/run_notebooks.py) carries each figure's pictures in the
+other languages, however the figure was shown.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import sys
+import warnings
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from transformer_lib.viz import Explorer, all_explorers, image_words  # noqa: E402
+from transformer_lib.viz.static import frames  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import run_notebooks  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "text, key, numbers",
+    [
+        ("P after 40 training steps", "P after {0} training steps", ["40"]),
+        (
+            "after tile 3 of 6: keys 0..11 read, largest gap 1.1e+01",
+            "after tile {0} of {1}: keys {2}..{3} read, largest gap {4}",
+            ["3", "6", "0", "11", "1.1e+01"],
+        ),
+        ("one period = 1,000 positions", "one period = {0} positions", ["1,000"]),
+        ("x = -3 and $x_1 = 2$", "x = {0} and $x_1 = 2$", ["-3"]),  # math kept whole
+        ("GPT-2 has W1 and 2L", "GPT-2 has W1 and 2L", []),  # parts of names
+        ("$\\sqrt{d_k} = 8$", "$\\sqrt{d_k} = 8$", []),
+    ],
+)
+def test_a_key_takes_out_the_numbers_outside_math(text, key, numbers):
+    assert image_words.key_of(text) == (key, numbers)
+
+
+def test_a_translation_gets_the_numbers_back_in_its_own_order():
+    table = {"{0} of {1} heads read $K_{1}$": "{1} 个头中有 {0} 个读取 $K_{1}$"}
+    # the slots inside math are the formula's, not numbers to fill in
+    assert (
+        image_words.translate("3 of 8 heads read $K_{1}$", table)
+        == "8 个头中有 3 个读取 $K_{1}$"
+    )
+    assert image_words.translate("something else", table) is None
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [("0.5", False), ("1e-05", False), ("$\\tau$", False), ("τ = 2", True)],
+)
+def test_only_text_with_letters_outside_math_and_numbers_has_words(text, words):
+    assert image_words.has_words(text) is words
+
+
+def _figure():
+    fig, ax = plt.subplots(figsize=(4, 3), dpi=60)
+    ax.plot([0, 1, 2], [1, 0, 2], label="weight")
+    ax.set_xticks([0, 1, 2], labels=["the", "cat", "sat"])  # tokens: data
+    ax.set_title("P after 40 training steps")
+    ax.set_xlabel("temperature $\\tau$")
+    ax.legend()
+    return fig, ax
+
+
+TABLE = {
+    "P after {0} training steps": "训练 {0} 步后的 P",
+    "temperature $\\tau$": "温度 $\\tau$",
+    "weight": "权重",
+    "the": "这",  # a tick label: never looked up
+}
+
+
+def _png(fig) -> bytes:
+    fig.canvas.draw()
+    return np.asarray(fig.canvas.buffer_rgba()).tobytes()
+
+
+def test_words_are_drawn_in_the_language_then_english_again(caplog):
+    fig, ax = _figure()
+    english = _png(fig)
+    with warnings.catch_warnings(), caplog.at_level(logging.WARNING):
+        warnings.simplefilter("error")  # a glyph missing from the fonts is an error
+        with image_words.drawn_in(fig, "zh_CN", TABLE) as words:
+            assert ax.get_title() == "训练 40 步后的 P"
+            assert ax.get_xlabel() == "温度 $\\tau$"  # CJK inside mathtext too
+            assert ax.get_legend().get_texts()[0].get_text() == "权重"
+            assert [t.get_text() for t in ax.get_xticklabels()] == ["the", "cat", "sat"]
+            chinese = _png(fig)
+    assert not [r for r in caplog.records if "glyph" in r.getMessage()]
+    assert sorted(words.seen) == [
+        "P after {0} training steps",
+        "temperature $\\tau$",
+        "weight",
+    ]
+    assert chinese != english
+    assert _png(fig) == english
+    plt.close(fig)
+
+
+def test_a_missing_font_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(image_words.FONTS, "zh_CN", "No Such CJK Font")
+    image_words.font_family.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="No Such CJK Font.*fonts-noto-cjk"):
+            image_words.Words("zh_CN", TABLE)
+    finally:
+        monkeypatch.undo()
+        image_words.font_family.cache_clear()
+
+
+def _frames_json(explorer: Explorer) -> str:
+    return json.dumps(frames(explorer.controls, explorer._frame))
+
+
+@pytest.mark.parametrize("name", ["ch03_softmax.temperature", "ch05_heads.groups"])
+def test_an_explorer_carries_its_pictures_in_each_edition(name):
+    """A LiveFigure keeps saved pictures of its unchanging part: the editions' passes
+    must draw their own, and leave the English ones as they were."""
+    explorer = all_explorers()[name]()
+    english = _frames_json(explorer)
+    collect = image_words.Words("zh_CN", {})
+    with explorer._drawn_in(collect):
+        explorer.frames()
+    table = {key: "词" + key for key in collect.seen}
+    image_words.render_editions({"zh_CN": table, "zh_TW": table})
+    try:
+        bundle, metadata = explorer._repr_mimebundle_()
+    finally:
+        image_words.render_editions({})
+    entry = metadata["text/html"]
+    assert sorted(entry["tl_editions"]) == ["zh_CN", "zh_TW"]
+    assert entry["tl_words"] == list(collect.seen)
+    for block in entry["tl_editions"].values():
+        assert "tl-explorer" in block and block != bundle["text/html"]
+    assert _frames_json(explorer) == english
+
+
+def test_an_explorer_without_editions_has_no_metadata():
+    explorer = all_explorers()["ch03_softmax.temperature"]()
+    assert isinstance(explorer._repr_mimebundle_(), dict)
+
+
+CHAPTER = [
+    "import matplotlib.pyplot as plt\n%matplotlib inline",
+    "fig, ax = plt.subplots(figsize=(3, 2), dpi=50)\n"
+    "ax.set_title('P after 40 training steps')\nax.plot([0, 1])\nplt.show()",
+    "%matplotlib inline\n"  # registers the figure formats again: must keep the editions
+    "fig, ax = plt.subplots(figsize=(3, 2), dpi=50)\nax.set_ylabel('weight')\n"
+    "display(fig)\nplt.close(fig)",
+    "from myst_nb import glue\n"
+    "fig, ax = plt.subplots(figsize=(3, 2), dpi=50)\nax.set_xlabel('weight')\n"
+    "glue('fig', fig, display=False)\nplt.close(fig)",
+    "fig, ax = plt.subplots(figsize=(3, 2), dpi=50)\nax.plot([1, 0])\nplt.show()",
+]
+
+
+def test_a_chapter_executed_for_the_book_carries_every_figure_in_each_edition(
+    tmp_path,
+):
+    path = tmp_path / "chapter.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in CHAPTER]
+    nbformat.write(nb, path)
+    table = {"P after {0} training steps": "训练 {0} 步后的 P", "weight": "权重"}
+    result = run_notebooks.run_one(path, False, 1, {"zh_CN": table, "zh_TW": table})
+    assert result.error is None, result.error
+    assert [c.execution_count for c in result.notebook.cells] == [1, 2, 3, 4, 5]
+    pictures = []
+    for cell in result.notebook.cells[1:]:
+        (out,) = [o for o in cell.outputs if "data" in o]
+        mime = next(m for m in out.data if m.endswith("image/png"))
+        pictures.append((out.data[mime], out.metadata.get("image/png", {})))
+    for english, entry in pictures[:3]:
+        assert sorted(entry["tl_editions"]) == ["zh_CN", "zh_TW"], entry
+        for png in entry["tl_editions"].values():
+            assert base64.b64decode(png).startswith(b"\x89PNG") and png != english
+    assert [e["tl_words"] for _, e in pictures[:3]] == [
+        ["P after {0} training steps"],
+        ["weight"],
+        ["weight"],
+    ]
+    assert "tl_editions" not in pictures[3][1]  # no words: no second picture
+
+
+def test_a_chinese_notebook_draws_its_figures_in_its_language_only():
+    explorer_class = all_explorers()["ch03_softmax.temperature"]
+    english = _frames_json(explorer_class())
+    image_words.use_image_words("zh_TW", {"query": "查詢"})
+    try:
+        explorer = explorer_class()
+        assert _frames_json(explorer) != english
+        words = image_words.live_words()
+        assert words is not None and words.language == "zh_TW"
+    finally:
+        image_words.use_image_words(None)
+    assert image_words.live_words() is None
+    assert _frames_json(explorer_class()) == english

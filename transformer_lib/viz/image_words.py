@@ -1,0 +1,322 @@
+"""The words drawn inside the figures, in the Chinese editions' languages.
+
+A figure's title, axis labels, legend and notes are matplotlib ``Text`` artists: they
+end up as pixels, where no catalog of the page can reach them. So the figure is drawn
+once more per edition, with each of those texts swapped for its translation and set in
+a CJK font, right after the English picture is drawn (the data, the layout code and
+the kernel's state are the same; only the words differ).
+
+The translations are a table ``{key: translation}`` per language. A text's key is the
+text with every number outside ``$...$`` written as ``{0}``, ``{1}``, ...:
+``"P after 40 training steps"`` has the key ``"P after {0} training steps"``, whose
+translation ``"训练 {0} 步后的 P"`` gets the numbers back. Text with no letter outside
+math and numbers (tick values, ``$\\sqrt{d_k}$``) has no words, and is never looked up.
+
+Two uses:
+
+* ``render_editions({language: table})``, which ``tools/run_notebooks.py`` calls when it
+  builds the book: every figure shown inline, and every :class:`~.interactive.Explorer`,
+  then also carries its pictures in the other languages, in its output's metadata
+  (``tl_editions``), with the keys of the English texts it drew (``tl_words``: what
+  ``tools/editions.py catalogs`` turns into ``images.po``). Each edition's build puts
+  its own pictures in place of the English ones.
+* ``use_image_words(language, table)``, which a Chinese notebook calls in its first
+  cells: from then on, figures are drawn in that language only.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import logging
+import re
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# the font of each edition's words; Latin letters and digits in a translated text are
+# drawn by it too (it has them), math by matplotlib's own fonts
+FONTS = {"zh_CN": "Noto Sans CJK SC", "zh_TW": "Noto Sans CJK TC"}
+FALLBACK = "DejaVu Sans"  # matplotlib's own default, for any glyph the CJK font lacks
+
+_MATH = re.compile(r"\$[^$]*\$")
+# a number that stands alone: not part of a name (W1, GPT-2, x_3), not an exponent
+_NUMBER = re.compile(
+    r"(?<![\w^-])(?<!\d\.)[-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+    r"(?:e[-+\u2212]?\d+)?(?!\w)(?!\.\d)"
+)
+_SLOT = re.compile(r"\{(\d+)\}")
+_LETTER = re.compile(r"[^\W\d_]")
+_SCIENTIFIC = re.compile(r"\d(?:\.\d+)?e[-+\u2212]?\d+")  # 1e-3: a number, not a word
+
+_EDITIONS: dict[str, dict[str, str]] = {}  # language -> table, while the book builds
+_LIVE: dict[str, Any] = {}  # {"language": ..., "table": ...}: a Chinese notebook
+
+
+def _outside_math(text: str, change) -> str:
+    """``text`` with ``change`` applied to the parts outside ``$...$``."""
+    out, pos = [], 0
+    for m in _MATH.finditer(text):
+        out.append(change(text[pos : m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(change(text[pos:]))
+    return "".join(out)
+
+
+def key_of(text: str) -> tuple[str, list[str]]:
+    """(the catalog key of ``text``, the numbers it took out, in order)."""
+    numbers: list[str] = []
+
+    def slot(m: re.Match) -> str:
+        numbers.append(m.group(0))
+        return f"{{{len(numbers) - 1}}}"
+
+    return _outside_math(text, lambda part: _NUMBER.sub(slot, part)), numbers
+
+
+def has_words(text: str) -> bool:
+    """Whether ``text`` has a letter outside math: something to translate."""
+    return bool(_LETTER.search(_SCIENTIFIC.sub("", _MATH.sub("", text))))
+
+
+def translate(text: str, table: dict[str, str]) -> str | None:
+    """``text`` in the table's language, its numbers put back; None if the table
+    lacks its key."""
+    key, numbers = key_of(text)
+    found = table.get(key)
+    if found is None:
+        return None
+
+    def fill(part: str) -> str:
+        return _SLOT.sub(lambda m: numbers[int(m.group(1))], part)
+
+    return _outside_math(found, fill)
+
+
+@functools.cache
+def font_family(language: str) -> tuple[str, str]:
+    """The font family list for a language's words; a clear error if this machine
+    lacks the font (matplotlib's font list may predate its installation: the system's
+    CJK fonts are then added to it)."""
+    from matplotlib import font_manager
+
+    name = FONTS[language]
+    manager = font_manager.fontManager
+    if not any(f.name == name for f in manager.ttflist):
+        for path in font_manager.findSystemFonts():
+            if "CJK" in Path(path).name:
+                manager.addfont(path)
+    if not any(f.name == name for f in manager.ttflist):
+        raise RuntimeError(
+            f"the {language} edition draws its figures' words in the font {name!r},"
+            " which this machine lacks: install it (Debian: apt-get install"
+            " fonts-noto-cjk)"
+        )
+    return (name, FALLBACK)
+
+
+def _tick_labels(fig: Figure) -> set:
+    """The figure's tick labels: numbers, or the tokens of an example sentence, which
+    are data and stay as they are."""
+    out = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in [*axis.majorTicks, *axis.minorTicks]:
+                out.update((tick.label1, tick.label2))
+    return out
+
+
+class Words:
+    """Swaps a figure's texts into one language, and back.
+
+    ``apply(fig)`` translates every visible text the table has (a text already
+    translated is left alone), and records the key of every English text with words it
+    saw, translated or not, in ``seen``. ``restore()`` puts back the English text and
+    font of every artist it changed that still exists.
+    """
+
+    def __init__(self, language: str, table: dict[str, str]) -> None:
+        self.language, self.table = language, table
+        self.family = list(font_family(language))
+        self.seen: dict[str, None] = {}  # keys, in the order first drawn
+        self._before: dict[Any, tuple[str, list[str]]] = {}
+        self._done: dict[Any, str] = {}  # artist -> the translation it was given
+
+    def apply(self, fig: Figure) -> None:
+        from matplotlib.text import Text
+
+        ticks = _tick_labels(fig)
+        for artist in fig.findobj(Text):
+            text = artist.get_text()
+            if (
+                not text
+                or artist in ticks
+                or self._done.get(artist) == text
+                or not has_words(text)
+            ):
+                continue
+            self.seen[key_of(text)[0]] = None
+            new = translate(text, self.table)
+            if new is None:
+                continue
+            if artist not in self._before:
+                self._before[artist] = (text, artist.get_fontfamily())
+            artist.set_text(new)
+            artist.set_fontfamily(self.family)
+            self._done[artist] = new
+
+    def restore(self) -> None:
+        for artist, (text, family) in self._before.items():
+            if self._done.get(artist) == artist.get_text():  # not redrawn since
+                artist.set_text(text)
+            artist.set_fontfamily(family)
+        self._before.clear()
+        self._done.clear()
+
+
+@contextlib.contextmanager
+def drawn_in(fig: Figure, language: str, table: dict[str, str]) -> Iterator[Words]:
+    """Within the block, ``fig``'s texts are in ``language``; English again after."""
+    words = Words(language, table)
+    words.apply(fig)
+    try:
+        yield words
+    finally:
+        words.restore()
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def every_glyph_drawn(language: str) -> Iterator[None]:
+    """Fail if a glyph of the block's drawing is missing from its fonts (matplotlib
+    would draw a box in its place, and say so in a warning or a log line); other
+    warnings pass through."""
+    records = _Records()
+    logger = logging.getLogger("matplotlib")
+    logger.addHandler(records)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        logger.removeHandler(records)
+    missing = [m for m in records.messages if "glyph" in m.lower()]
+    for w in caught:
+        if "glyph" in str(w.message).lower():
+            missing.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if missing:
+        raise RuntimeError(
+            f"the {language} words of a figure use glyphs its fonts lack: "
+            + "; ".join(dict.fromkeys(missing))
+        )
+
+
+# ------------------------------------------------------------------ the two uses
+def render_editions(tables: dict[str, dict[str, str]]) -> None:
+    """Also draw every figure in each of these languages, into its output's metadata
+    (``tools/run_notebooks.py`` calls this before a chapter's first cell).
+    ``render_editions({})`` stops."""
+    for language in tables:
+        font_family(language)  # fail now, not in the middle of a chapter
+    _EDITIONS.clear()
+    _EDITIONS.update(tables)
+    _patch_inline_figures()
+
+
+def use_image_words(language: str | None, table: dict[str, str] | None = None) -> None:
+    """Draw the figures' words in ``language`` from now on (None: English again).
+    A Chinese notebook's first cells call this."""
+    _LIVE.clear()
+    if language is not None:
+        font_family(language)
+        _LIVE.update(language=language, table=table or {})
+        _patch_inline_figures()
+
+
+def live_words() -> Words | None:
+    """A fresh ``Words`` for the notebook's language, or None in English."""
+    return Words(_LIVE["language"], _LIVE["table"]) if _LIVE else None
+
+
+def editions() -> dict[str, dict[str, str]]:
+    """The languages the book is being built in, besides English: {language: table}."""
+    return dict(_EDITIONS)
+
+
+def edition_metadata(
+    pictures: dict[str, str], seen: dict[str, None]
+) -> dict[str, Any] | None:
+    """An output's metadata entry for its pictures in other languages."""
+    if not seen:
+        return None
+    return {"tl_editions": pictures, "tl_words": list(seen)}
+
+
+@functools.cache
+def _patch_inline_figures() -> None:
+    """Wrap IPython's ``print_figure``, which turns a figure shown inline (``plt.show``,
+    a figure left as a cell's value, ``glue``) into its PNG. Once per kernel; a later
+    ``%matplotlib inline`` registers the wrapped function too."""
+    try:
+        from IPython import get_ipython
+        from IPython.core import pylabtools
+    except ImportError:  # not in IPython: nothing is shown inline
+        return
+    original = pylabtools.print_figure
+
+    def print_figure(fig, fmt="png", *args, **kwargs):
+        if fmt != "png":
+            return original(fig, fmt, *args, **kwargs)
+        words = live_words()
+        if words is not None:  # a Chinese notebook: that language only
+            words.apply(fig)
+            try:
+                return original(fig, fmt, *args, **kwargs)
+            finally:
+                words.restore()
+        data = original(fig, fmt, *args, **kwargs)
+        if not _EDITIONS:
+            return data
+        pictures, seen = {}, {}
+        for language, table in _EDITIONS.items():
+            with drawn_in(fig, language, table) as words:
+                if not words.seen:  # no words in this figure
+                    break
+                seen.update(words.seen)
+                with every_glyph_drawn(language):
+                    png = original(fig, fmt, *args, **kwargs)
+            if isinstance(png, bytes):
+                png = base64.b64encode(png).decode("ascii")
+            pictures[language] = png
+        metadata = edition_metadata(pictures, seen)
+        return data if metadata is None else (data, metadata)
+
+    pylabtools.print_figure = print_figure
+    shell = get_ipython()
+    if shell is not None and hasattr(shell, "display_formatter"):
+        from matplotlib.figure import Figure
+
+        formatter = shell.display_formatter.formatters["image/png"]
+        current = formatter.lookup_by_type(Figure) if Figure in formatter else None
+        if current is not None:
+            kwargs = dict(getattr(current, "keywords", {}) or {})
+            formatter.for_type(
+                Figure,
+                functools.partial(print_figure, **kwargs),
+            )
