@@ -17,15 +17,14 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $(STAMP)
 
 ## make book: execute every notebook, side by side, into the jupyter-cache (tools/run_notebooks.py),
-## build the site from it into _build/html (fails on any error or warning), then the Chinese
-## editions into _build/html/zh_CN and _build/html/zh_TW from the same executed notebooks
-## (tools/editions.py) and the catalogs in locales/. Under make test, every exercise solution
+## then build from it, side by side, the site into _build/html and the Chinese editions into
+## _build/html/zh_CN and _build/html/zh_TW with the catalogs in locales/ (tools/editions.py;
+## each build fails on any error or warning). Under make test, every exercise solution
 ## also runs after its chapter, in the chapter's kernel (SOLUTIONS=1).
 book: $(STAMP) fonts
 	rm -rf _build/html _build/jupyter_execute _build/.jupyter_cache _build/.doctrees
 	$(PY) tools/run_notebooks.py $(if $(SOLUTIONS),--solutions)
-	$(VENV)/bin/jupyter-book build . -W -n --keep-going --path-output .
-	$(PY) tools/editions.py build zh_CN zh_TW
+	$(PY) tools/editions.py build en zh_CN zh_TW
 	@echo "Built. Open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:8000"
 
 # the Chinese editions draw their figures' words in Noto Sans CJK (transformer_lib/viz/image_words.py)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -32,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import run_notebooks  # noqa: E402
+
+_FRAMES = re.compile(r'class="tl-frames">(.*?)</script>', re.S)
 
 
 @pytest.mark.parametrize(
@@ -214,3 +217,37 @@ def test_a_chinese_notebook_draws_its_figures_in_its_language_only():
         image_words.use_image_words(None)
     assert image_words.live_words() is None
     assert _frames_json(explorer_class()) == english
+
+
+def test_an_editions_repeated_pictures_are_not_drawn_again():
+    """Frames whose English pictures repeat an earlier frame's repeat it in every
+    edition too: they are stored as references without being drawn again."""
+    calls = []
+
+    def draw(fig, n, unused):
+        calls.append((n, unused))
+        ax = fig.add_subplot()
+        ax.plot(range(n + 2))
+        ax.set_title(f"P after {n} training steps")
+
+    explorer = Explorer(draw, {"n": [1, 2, 3], "unused": ["a", "b"]}, dpi=40)
+    table = {"P after {0} training steps": "训练 {0} 步后的 P"}
+    image_words.render_editions({"zh_CN": table})
+    try:
+        bundle, metadata = explorer._repr_mimebundle_()
+    finally:
+        image_words.render_editions({})
+    # English: every frame, and the live form's first picture; zh_CN: the three
+    # distinct pictures
+    assert len(calls) == 6 + 1 + 3
+    assert calls[-3:] == [(1, "a"), (2, "a"), (3, "a")]
+    block = metadata["text/html"]["tl_editions"]["zh_CN"]
+    english = json.loads(_FRAMES.search(bundle["text/html"]).group(1))
+    chinese = json.loads(_FRAMES.search(block).group(1))
+    assert {k: f.get("ref") for k, f in chinese.items()} == {
+        k: f.get("ref") for k, f in english.items()
+    }
+    assert sum("png" in f for f in chinese.values()) == 3
+    assert not {f.get("png") for f in chinese.values()} & {
+        f.get("png") for f in english.values()
+    } - {None}

@@ -1,12 +1,13 @@
 """Build the book's Chinese editions from the English notebooks and the catalogs.
 
     python tools/editions.py catalogs        # English changed: refresh locales/zh_CN
-    python tools/editions.py build zh_CN zh_TW
+    python tools/editions.py build en zh_CN zh_TW
 
-``make book`` builds English into ``_build/html`` first, executing every notebook into
-the jupyter-cache at ``_build/.jupyter_cache``; then ``build`` builds each edition
-from the same notebooks with that cache, so the code runs once and every edition
-shows the same outputs. An edition is written to ``_build/html/<language>/``.
+``make book`` executes every notebook into the jupyter-cache at
+``_build/.jupyter_cache`` (``tools/run_notebooks.py``); then ``build`` builds the
+English site into ``_build/html`` and each edition into ``_build/html/<language>/``,
+side by side, from the same notebooks with that cache, so the code runs once and every
+edition shows the same outputs.
 
 * zh_CN is translated by hand, in ``locales/zh_CN/LC_MESSAGES/**/*.po``.
 * zh_TW is derived from zh_CN at build time with OpenCC (s2twp: Traditional characters
@@ -417,17 +418,24 @@ def shared_cache_dir() -> Path:
 def build(languages: list[str]) -> dict[str, float]:
     """Build the editions side by side, one process each, and return their times.
 
-    Each reads the executed notebooks from its own copy of the English build's
-    jupyter-cache (the cache is a SQLite database that records every read), so the
-    notebooks are not executed again. A build's log goes to
-    _build/editions/<language>/build.log and is printed when the build fails.
+    ``en`` is the English site, built from the jupyter-cache itself into
+    ``_build/html``; each Chinese edition reads its own copy of that cache (a SQLite
+    database that records every read), made before any build starts, with the
+    edition's pictures in place of the English ones. No notebook is executed again. A
+    build's log goes to _build/editions/<language>/build.log and is printed when the
+    build fails.
     """
     if "zh_TW" in languages:
         derive_zh_tw()
     shared_cache = shared_cache_dir()
-    jobs = {}
+    commands = {}
     for language in languages:
         out = EDITIONS_DIR / language
+        out.mkdir(parents=True, exist_ok=True)
+        if language == "en":
+            commands[language] = [JB, "build", ".", "-W", "-n", "--keep-going",
+                                  "--path-output", "."]  # fmt: skip
+            continue
         shutil.rmtree(out / "_build", ignore_errors=True)
         cache = out / "jupyter_cache"
         shutil.rmtree(cache, ignore_errors=True)
@@ -435,10 +443,13 @@ def build(languages: list[str]) -> dict[str, float]:
         swapped = use_edition_pictures(cache, language)
         print(f"edition {language}: {swapped} pictures in its language", flush=True)
         config = edition_config(language, "html", cache)
-        log = (out / "build.log").open("w", encoding="utf-8")
-        cmd = [JB, "build", ".", "--config", config, "--path-output", out, "-W", "-n",
-               "--keep-going"]  # fmt: skip
-        print("+", " ".join(str(c) for c in cmd), f"> {out / 'build.log'}", flush=True)
+        commands[language] = [JB, "build", ".", "--config", config, "--path-output",
+                              out, "-W", "-n", "--keep-going"]  # fmt: skip
+    jobs = {}
+    for language, cmd in commands.items():
+        log_path = EDITIONS_DIR / language / "build.log"
+        log = log_path.open("w", encoding="utf-8")
+        print("+", " ".join(str(c) for c in cmd), f"> {log_path}", flush=True)
         process = subprocess.Popen(
             [str(c) for c in cmd], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
         )
@@ -456,6 +467,9 @@ def build(languages: list[str]) -> dict[str, float]:
     from translate_notebooks import translate_site_notebooks
 
     for language in languages:
+        if language == "en":
+            print(f"English: built in {seconds[language]:.0f} s -> {BUILD / 'html'}")
+            continue
         out = EDITIONS_DIR / language
         target = BUILD / "html" / language
         shutil.rmtree(target, ignore_errors=True)
@@ -474,7 +488,7 @@ def main(argv: list[str]) -> int:
     if argv[0] == "catalogs":
         update_catalogs()
     elif argv[0] == "build":
-        build(argv[1:] or ["zh_CN", "zh_TW"])
+        build(argv[1:] or ["en", "zh_CN", "zh_TW"])
     else:
         print(__doc__)
         return 2

@@ -23,8 +23,11 @@ The editions themselves, and the Chinese search's dictionary, come from
 
 from __future__ import annotations
 
+import functools
 import html
+import importlib.util
 import json
+import pathlib
 import posixpath
 import re
 
@@ -227,6 +230,17 @@ DESCRIBE = re.compile(r'(class="tl-describe">)(.*?)(</script>)', re.S)
 ALT = re.compile(r'(<img alt=")([^"]*)(")')
 
 
+@functools.cache
+def _labels():
+    """transformer_lib/viz/labels.py, loaded by its path: it needs only the standard
+    library, where importing the package would import torch into Sphinx (3 s)."""
+    path = pathlib.Path(__file__).parents[2] / "transformer_lib" / "viz" / "labels.py"
+    spec = importlib.util.spec_from_file_location("tl_figure_labels", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _json_text(m: re.Match, group: str) -> str:
     """A word as the page shows it (the hover names are JSON strings)."""
     text = m.group(group)
@@ -254,7 +268,7 @@ def _alt_text(info: dict, chosen: list[int]) -> str:
 def _translate_explorer(
     block: str, table: dict[str, str], words: dict[str, str], options: dict[str, str]
 ) -> str:
-    from transformer_lib.viz.static import script_json
+    script_json = _labels().script_json
 
     def swap(m: re.Match) -> str:
         group = next(g for g in FIGURE_GROUPS if m.group(g) is not None)
@@ -299,7 +313,7 @@ def _translate_explorer(
 
 def translate_figure_words(page: str, table: dict[str, str]) -> str:
     """A page with its interactive figures' words in the edition's language."""
-    from transformer_lib.viz.static import label_text, plain
+    label_text, plain = _labels().label_text, _labels().plain
 
     # the alt text's words are the HTML's as plain text (no markup, no TeX), the
     # options' as the reader sees them
@@ -459,7 +473,6 @@ def translate_theme_words(page: str, table: dict[str, str]) -> str:
 def translate_theme(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html" or not is_translation(app):
         return
-    import pathlib
 
     table = catalog_table(app, THEME_CATALOG)
     for path in pathlib.Path(app.outdir).rglob("*.html"):

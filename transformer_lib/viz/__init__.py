@@ -13,6 +13,8 @@ Generic drawing, one concern per module:
   the controls change (what keeps a live redraw fast), and ``MapFigure``, the
   one-attention-map figure;
 * ``source``: ``show_source``, the library's own code in a chapter;
+* ``image_words``: the words drawn inside the pictures, drawn again in each Chinese
+  edition's language while the book builds (or in a Chinese notebook's language);
 * ``explorer``: the same public names, where chapters have always imported them from.
 
 Each chapter's interactive figures (LiveFigure classes) live in a module ``chNN_*.py``

@@ -253,16 +253,18 @@ class Explorer:
             words.restore()
             self._words, self._backgrounds, self._overlays = saved
 
-    def edition_pictures(self) -> dict[str, Any] | None:
+    def edition_pictures(self, english: dict[str, dict]) -> dict[str, Any] | None:
         """While the book is built (:func:`.image_words.render_editions`): the
         kernel-free twin once more per edition, with the words in the pictures in the
-        edition's language; the metadata of the figure's output, or None if no picture
-        has words."""
+        edition's language (``english``: the English frames, whose repeated pictures
+        are not drawn again); the metadata of the figure's output, or None if no
+        picture has words."""
         pictures, seen = {}, {}
         for language, table in image_words.editions().items():
             words = image_words.Words(language, table)
             with self._drawn_in(words), image_words.every_glyph_drawn(language):
-                block = static.to_html(self, self.frames())
+                drawn = static.frames(self.controls, self._frame, like=english)
+                block = static.to_html(self, drawn)
             if not words.seen:
                 break
             seen.update(words.seen)
@@ -285,10 +287,11 @@ class Explorer:
         return static.to_html(self, self.frames())
 
     def _repr_mimebundle_(self, include=None, exclude=None):
+        frames = self.frames()
         bundle = {
             "text/plain": "Interactive figure with controls: "
             + ", ".join(self.controls),
-            "text/html": self.to_html(),
+            "text/html": static.to_html(self, frames),
         }
         try:
             view = self.widget()._repr_mimebundle_()
@@ -297,5 +300,5 @@ class Explorer:
         if view and "application/vnd.jupyter.widget-view+json" in view:
             key = "application/vnd.jupyter.widget-view+json"
             bundle[key] = view[key]
-        editions = self.edition_pictures() if image_words.editions() else None
+        editions = self.edition_pictures(frames) if image_words.editions() else None
         return (bundle, {"text/html": editions}) if editions else bundle

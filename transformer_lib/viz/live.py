@@ -16,7 +16,7 @@ import html
 from collections.abc import Callable
 
 from .controls import Spec, is_bool_options, is_number_options, option_text
-from .static import label_html, label_text
+from .labels import label_html, label_text
 
 # English words of the figures -> the words the forms show, keyed as the kernel-free
 # twin writes them (HTML, math as \\(...\\)), like the editions' catalog figures.po

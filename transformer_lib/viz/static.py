@@ -22,7 +22,6 @@ import html
 import io
 import itertools
 import json
-import re
 import struct
 from collections.abc import Callable
 from importlib import resources
@@ -32,6 +31,7 @@ import numpy as np
 
 from .controls import Spec, is_bool_options, is_number_options, option_text
 from .heatmap import HoverGrid
+from .labels import label_html, plain, script_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -49,6 +49,7 @@ _counter = itertools.count()
 def frames(
     controls: dict[str, list],
     render: Callable[[dict[str, Any]], tuple[np.ndarray, list[dict]]],
+    like: dict[str, dict] | None = None,
 ) -> dict[str, dict]:
     """Every combination of control values, rendered: "i,j,..." (indices) -> frame.
 
@@ -56,15 +57,29 @@ def frames(
     and its :func:`hover_data`. A frame is ``{"png": base64 PNG, "hover": [...]}``; a
     frame whose picture is identical to an earlier one is ``{"ref": that frame's key,
     "hover": [...]}``, so that each picture is stored once.
+
+    ``like``: the same figure's frames with other words in the pictures (the English
+    ones, when an edition's are drawn). A frame whose picture was the same as an
+    earlier one there is the same here too: it is not drawn again, and its hover data
+    are its own, placed where the earlier frame's are.
     """
     names = list(controls)
     out: dict[str, dict] = {}
     seen: dict[bytes, str] = {}
     for idx in itertools.product(*(range(len(controls[n])) for n in names)):
+        key = ",".join(map(str, idx))
+        if like is not None and "ref" in like[key]:
+            first = out[like[key]["ref"]]
+            boxes = [h["box"] for h in first["hover"]]
+            hover = [
+                {**h, "box": box}
+                for h, box in zip(like[key]["hover"], boxes, strict=True)
+            ]
+            out[key] = {"ref": first.get("ref", like[key]["ref"]), "hover": hover}
+            continue
         values = {n: controls[n][i] for n, i in zip(names, idx, strict=True)}
         rgba, hover = render(values)
         digest = hashlib.sha1(rgba.tobytes()).digest() + bytes(str(rgba.shape), "ascii")
-        key = ",".join(map(str, idx))
         if digest in seen:
             out[key] = {"ref": seen[digest], "hover": hover}
         else:
@@ -128,64 +143,8 @@ def png_size(png: bytes) -> tuple[int, int]:
 
 
 # --------------------------------------------------------------------------------------
-# Labels: HTML with MathJax for the page, plain text for alt text
+# Alt text (the labels' HTML and plain text: .labels)
 # --------------------------------------------------------------------------------------
-
-_INLINE_MATH = re.compile(r"\$([^$\n]+?)\$")
-
-
-def label_html(text: str) -> tuple[str, bool]:
-    """Escape ``text`` for HTML; ``$...$`` becomes ``\\(...\\)`` for MathJax.
-
-    Returns (html, has_math).
-    """
-    parts, has_math, pos = [], False, 0
-    for m in _INLINE_MATH.finditer(text):
-        parts.append(html.escape(text[pos : m.start()]))
-        parts.append("\\(" + html.escape(m.group(1)) + "\\)")
-        has_math, pos = True, m.end()
-    parts.append(html.escape(text[pos:]))
-    return "".join(parts), has_math
-
-
-def label_text(markup: str) -> str:
-    """The inverse of :func:`label_html`: the label as it was written, ``$...$`` and all
-    (the Chinese editions translate the HTML, then write alt text from it)."""
-    return html.unescape(re.sub(r"\\\((.*?)\\\)", r"$\1$", markup, flags=re.S))
-
-
-_TEX_WORDS = {
-    "sqrt": "\u221a",
-    "cdot": "\u00b7",
-    "times": "\u00d7",
-    "top": "\u1d40",
-    "to": "\u2192",
-    "infty": "\u221e",
-    "alpha": "\u03b1",
-    "beta": "\u03b2",
-    "gamma": "\u03b3",
-    "epsilon": "\u03b5",
-    "theta": "\u03b8",
-    "lambda": "\u03bb",
-    "mu": "\u03bc",
-    "sigma": "\u03c3",
-    "tau": "\u03c4",
-    "omega": "\u03c9",
-}
-
-
-def plain(text: str) -> str:
-    """``text`` for alt text: ``$\\sqrt{d_k}$`` becomes ``\u221ad_k`` (no TeX read)."""
-
-    def untex(m: re.Match) -> str:
-        body = re.sub(
-            r"\\([A-Za-z]+)\s*",
-            lambda w: _TEX_WORDS.get(w.group(1), w.group(1)),
-            m.group(1),
-        )
-        return re.sub(r"[{}]", "", body)
-
-    return _INLINE_MATH.sub(untex, text)
 
 
 def describe(spec: Spec, values: dict[str, Any]) -> str:
@@ -211,11 +170,6 @@ def script() -> str:
     while lines and lines[0].startswith("//"):
         lines.pop(0)
     return "\n".join(lines)
-
-
-def script_json(data: Any) -> str:
-    """Compact JSON that can sit in a <script> element (it never ends the script)."""
-    return json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
 
 
 def _control(k: int, name: str, spec: Spec) -> str:
