@@ -200,9 +200,7 @@ def _combos(explorer: Explorer) -> list[dict]:
 CHAPTER_EXPLORERS = all_explorers()  # name -> factory (nothing is built yet)
 # Explorers still drawn from scratch on every redraw, with the reason. Each is a known
 # gap against the redraw target (benchmarks/widgets.py), to be made a LiveFigure.
-REDRAWS_FROM_SCRATCH = {
-    "ch13_flash.tiles": "chapter 13 was written in parallel with LiveFigure",
-}
+REDRAWS_FROM_SCRATCH: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", sorted(CHAPTER_EXPLORERS))

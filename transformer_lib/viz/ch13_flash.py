@@ -20,6 +20,7 @@ import transformer_lib as tl
 from transformer_lib import flash
 
 from .explorer import Explorer
+from .figures import LiveFigure
 
 T_K = 12
 BLOCKS = [2, 3, 4, 6]
@@ -72,81 +73,146 @@ def _example(block_k: int) -> tuple:
     )
 
 
-def draw_tiles(fig, block_k: int = 3, tiles: int = 2) -> None:
-    states, wrong, exact, final, sv, vv = _example(block_k)
-    n_tiles = -(-T_K // block_k)
-    j = min(tiles, n_tiles)  # tiles read so far
-    m, ell, o = states[j]
-    seen = min(j * block_k, T_K)
+def _colours(block_k: int, j: int) -> tuple[np.ndarray, np.ndarray]:
+    """The bars' colours (orange: this tile, blue: read, grey: not yet) and the
+    values' lighter ones, after ``j`` tiles of ``block_k`` keys."""
     idx = np.arange(T_K)
+    seen = min(j * block_k, T_K)
     current = (idx >= (j - 1) * block_k) & (idx < seen) if j else np.zeros(T_K, bool)
-    colours = np.where(current, "#fd8d3c", np.where(idx < seen, "#3182bd", "#d9d9d9"))
-
-    # one collection per layer of the picture (vlines, hlines): a redraw stays fast
-    ax1 = fig.add_axes((0.06, 0.2, 0.26, 0.62))
-    ax1.vlines(idx, 0, sv, colors=colours, lw=9)
-    bounds = np.arange(block_k, T_K, block_k) - 0.5  # tile boundaries
-    ax1.vlines(bounds, -1, 3.7, colors="#999999", lw=0.6, linestyles=":")
-    if j:
-        ax1.hlines(m, -0.5, seen - 0.5, color="#d62728", lw=1.5)
-        ax1.text(0, m + 0.12, f"m = {m:.2f}", color="#d62728", fontsize=8)
-    ax1.set(xlim=(-0.6, T_K - 0.4), ylim=(-1, 3.7), xlabel="key i")
-    ax1.set_xticks([0, 4, 8, 11])
-    ax1.set_yticks([-1, 0, 1, 2, 3])
-    ax1.set_title("scores s\u1d62 (orange: this tile), running max m", fontsize=9)
-    ax1.tick_params(labelsize=7)
-
-    ax2 = fig.add_axes((0.39, 0.2, 0.26, 0.62))
-    so_far = np.zeros(T_K)
-    if j:
-        so_far[:seen] = np.exp(sv[:seen] - m) / ell
-    ax2.vlines(idx, 0, so_far, colors=colours, lw=9)
-    ax2.hlines(final, idx - 0.4, idx + 0.4, colors="black", lw=1.2)
-    ax2.set(xlim=(-0.6, T_K - 0.4), ylim=(0, 1.0), xlabel="key i")
-    ax2.set_xticks([0, 4, 8, 11])
-    ax2.set_yticks([0, 0.5, 1])
-    ax2.set_title(
-        "weight so far e^(s\u1d62 \u2212 m) / \u2113; black: final", fontsize=9
-    )
-    ax2.text(0.03, 0.92, f"\u2113 = {ell:.3f}", transform=ax2.transAxes, fontsize=8)
-    ax2.tick_params(labelsize=7)
-
-    ax3 = fig.add_axes((0.72, 0.2, 0.26, 0.62))
+    bars = np.where(current, "#fd8d3c", np.where(idx < seen, "#3182bd", "#d9d9d9"))
     light = np.where(current, "#fd8d3c", np.where(idx < seen, "#9ecae1", "#d9d9d9"))
-    ax3.scatter(vv[:, 0], vv[:, 1], s=18, c=light, marker="s", zorder=3)
-    path = np.array([st[2] / st[1] for st in states[1 : j + 1]])
-    bad = np.array([st[2] / st[1] for st in wrong[1 : j + 1]])
-    if j:
-        ax3.plot(bad[:, 0], bad[:, 1], "-", color="#d62728", alpha=0.35, lw=1)
-        ax3.plot(path[:, 0], path[:, 1], "-o", color="#3182bd", ms=3, lw=1.2)
-        ax3.plot(*path[-1], "o", color="#08519c", ms=6, zorder=4)
-    ax3.plot(*exact, "*", color="black", ms=11, zorder=5)
-    ax3.set(xlim=(-1.5, 1.5), ylim=(-1.5, 1.5), aspect="equal")
-    ax3.set_xticks([])  # positions in the plane, no scale needed
-    ax3.set_yticks([])
-    ax3.set_title("output o / \u2113 after each tile; \u2605 exact", fontsize=9)
-    err = np.abs(o / ell - exact).max() if j else float("nan")
-    status = (
-        "no tile read yet: m = -inf, l = 0, o = 0"
-        if not j
-        else f"after tile {j} of {n_tiles}: keys 0..{seen - 1} read, "
-        f"largest gap to the exact output {err:.1e}"
-    )
-    fig.text(0.5, 0.95, status, ha="center", fontsize=10)
-    fig.text(
-        0.72,
-        0.05,
-        "faint red: without rescaling o",
-        fontsize=7,
-        color="#d62728",
-        alpha=0.8,
-    )
+    return bars, light
+
+
+def _bars(x: np.ndarray, heights: np.ndarray) -> list:
+    """vlines' segments: one bar from 0 to each height."""
+    return [[(xi, 0.0), (xi, h)] for xi, h in zip(x, heights, strict=True)]
+
+
+class TilesFigure(LiveFigure):
+    """Left: the scores, the tiles already read, the one being read, the running max
+    m. Middle: the weight of each key so far against its final weight. Right: the
+    values, the running output o / l tile after tile (and without rescaling, faint),
+    the exact output. Drawn once; ``update`` moves what the tiles change."""
+
+    def __init__(self, fig) -> None:
+        super().__init__(fig)
+        _, _, exact, final, sv, vv = _example(BLOCKS[0])
+        idx = np.arange(T_K)
+        grey = ["#d9d9d9"] * T_K
+
+        ax1 = fig.add_axes((0.06, 0.2, 0.26, 0.62))
+        # one collection per layer of the picture (vlines, hlines): a redraw stays fast
+        self.scores = ax1.vlines(idx, 0, sv, colors=grey, lw=9)
+        self.bounds = ax1.vlines([], -1, 3.7, colors="#999999", lw=0.6, linestyles=":")
+        self.max_line = ax1.hlines([0.0], -0.5, 0.5, color="#d62728", lw=1.5)
+        self.max_text = ax1.text(0, 0, "", color="#d62728", fontsize=8)
+        ax1.set(xlim=(-0.6, T_K - 0.4), ylim=(-1, 3.7), xlabel="key i")
+        ax1.set_xticks([0, 4, 8, 11])
+        ax1.set_yticks([-1, 0, 1, 2, 3])
+        ax1.set_title("scores s\u1d62 (orange: this tile), running max m", fontsize=9)
+        ax1.tick_params(labelsize=7)
+
+        ax2 = fig.add_axes((0.39, 0.2, 0.26, 0.62))
+        self.weights = ax2.vlines(idx, 0, np.zeros(T_K), colors=grey, lw=9)
+        final_marks = ax2.hlines(final, idx - 0.4, idx + 0.4, colors="black", lw=1.2)
+        ax2.set(xlim=(-0.6, T_K - 0.4), ylim=(0, 1.0), xlabel="key i")
+        ax2.set_xticks([0, 4, 8, 11])
+        ax2.set_yticks([0, 0.5, 1])
+        ax2.set_title(
+            "weight so far e^(s\u1d62 \u2212 m) / \u2113; black: final", fontsize=9
+        )
+        self.ell = ax2.text(0.03, 0.92, "", transform=ax2.transAxes, fontsize=8)
+        ax2.tick_params(labelsize=7)
+
+        ax3 = fig.add_axes((0.72, 0.2, 0.26, 0.62))
+        self.values = ax3.scatter(
+            vv[:, 0], vv[:, 1], s=18, c=grey, marker="s", zorder=3
+        )
+        (self.unscaled,) = ax3.plot([], [], "-", color="#d62728", alpha=0.35, lw=1)
+        (self.path,) = ax3.plot([], [], "-o", color="#3182bd", ms=3, lw=1.2)
+        (self.now,) = ax3.plot([], [], "o", color="#08519c", ms=6, zorder=4)
+        (star,) = ax3.plot(*exact, "*", color="black", ms=11, zorder=5)
+        ax3.set(xlim=(-1.5, 1.5), ylim=(-1.5, 1.5), aspect="equal")
+        ax3.set_xticks([])  # positions in the plane, no scale needed
+        ax3.set_yticks([])
+        ax3.set_title("output o / \u2113 after each tile; \u2605 exact", fontsize=9)
+        self.status = fig.text(0.5, 0.95, " ", ha="center", fontsize=10)
+        fig.text(
+            0.72,
+            0.05,
+            "faint red: without rescaling o",
+            fontsize=7,
+            color="#d62728",
+            alpha=0.8,
+        )
+        self.live(
+            self.scores,
+            self.bounds,
+            self.max_line,
+            self.max_text,
+            self.weights,
+            self.ell,
+            self.values,
+            self.unscaled,
+            self.path,
+            self.now,
+            self.status,
+        )
+        # the final weights lie over the bars of the weights so far: painted with
+        # them (a collection has no box to lay over); the exact output over the path
+        # that reaches it
+        self.live(final_marks)
+        self.over(star)
+
+    def update(self, block_k: int = 3, tiles: int = 2) -> None:
+        states, wrong, exact, _, sv, _ = _example(block_k)
+        n_tiles = -(-T_K // block_k)
+        j = min(tiles, n_tiles)  # tiles read so far
+        m, ell, o = states[j]
+        seen = min(j * block_k, T_K)
+        idx = np.arange(T_K)
+        bars, light = _colours(block_k, j)
+        self.scores.set_colors(bars)
+        bounds = np.arange(block_k, T_K, block_k) - 0.5  # tile boundaries
+        self.bounds.set_segments([[(b, -1.0), (b, 3.7)] for b in bounds])
+        so_far = np.zeros(T_K)
+        if j:
+            so_far[:seen] = np.exp(sv[:seen] - m) / ell
+        self.weights.set_segments(_bars(idx, so_far))
+        self.weights.set_colors(bars)
+        self.ell.set_text(f"\u2113 = {ell:.3f}")
+        self.values.set_facecolor(light)
+        for artist in (
+            self.max_line,
+            self.max_text,
+            self.unscaled,
+            self.path,
+            self.now,
+        ):
+            artist.set_visible(bool(j))
+        if j:
+            self.max_line.set_segments([[(-0.5, m), (seen - 0.5, m)]])
+            self.max_text.set_position((0, m + 0.12))
+            self.max_text.set_text(f"m = {m:.2f}")
+            path = np.array([st[2] / st[1] for st in states[1 : j + 1]])
+            bad = np.array([st[2] / st[1] for st in wrong[1 : j + 1]])
+            self.unscaled.set_data(bad[:, 0], bad[:, 1])
+            self.path.set_data(path[:, 0], path[:, 1])
+            self.now.set_data([path[-1, 0]], [path[-1, 1]])
+        err = np.abs(o / ell - exact).max() if j else float("nan")
+        self.status.set_text(
+            "no tile read yet: m = -inf, l = 0, o = 0"
+            if not j
+            else f"after tile {j} of {n_tiles}: keys 0..{seen - 1} read, "
+            f"largest gap to the exact output {err:.1e}"
+        )
 
 
 def tiles_explorer() -> Explorer:
     """Controls: the tile width block_k and how many tiles have been read."""
     return Explorer(
-        draw_tiles,
+        TilesFigure,
         {"block_k": BLOCKS, "tiles": list(range(MAX_TILES + 1))},
         defaults={"block_k": 3, "tiles": 2},
         labels={"block_k": "keys per tile $b_k$", "tiles": "tiles read"},
