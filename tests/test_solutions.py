@@ -231,3 +231,12 @@ def test_a_failing_chapter_cell_stops_the_chapter(tmp_path):
     result = run_notebooks.run_one(path, with_solutions=True, threads=1)
     assert result.notebook is None and "shape (2, 3) is wrong" in result.error
     assert result.failures == [f"broken.ipynb: {result.error}"]
+
+
+def test_every_chapter_has_a_typical_time_so_a_fresh_clone_starts_the_slowest_first():
+    typical = json.loads(run_notebooks.TYPICAL_TIMES.read_text())
+    assert sorted(typical) == sorted(p.name for p in CHAPTERS), (
+        "tools/notebook-seconds.json must list every chapter: copy "
+        "_build/notebook-times.json over it after a clean `make test`"
+    )
+    assert all(seconds > 0 for seconds in typical.values())
