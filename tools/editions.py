@@ -27,6 +27,7 @@ Markdown cell translated from the catalog (``tools/translate_notebooks.py``).
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shutil
@@ -222,9 +223,8 @@ IMAGE_HEADER = """\
 
 
 def cached_notebooks(cache_dir: Path | None = None):
-    """(page name, executed notebook as a dict) of every notebook in a jupyter-cache."""
-    import json
-
+    """(page name, the stored file, the executed notebook as a dict) of every notebook
+    in a jupyter-cache (by default the one ``make book`` executes into)."""
     from jupyter_cache import get_cache
 
     cache = get_cache(str(cache_dir or shared_cache_dir()))
@@ -270,23 +270,17 @@ def update_image_catalog(language: str = "zh_CN") -> Path:
 def image_tables() -> dict[str, dict[str, str]]:
     """{language: {key: translation}} of the words inside the figures, for every
     edition (zh_TW derived from zh_CN as everywhere else)."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from tl_i18n import read_translations
+
     path = LOCALES / "zh_CN" / "LC_MESSAGES" / f"{IMAGE_CATALOG}.po"
-    zh_cn = {}
-    if path.exists():
-        with path.open("rb") as f:
-            zh_cn = {
-                str(m.id): m.string
-                for m in read_po(f)
-                if m.id and m.string and not m.fuzzy
-            }
+    zh_cn = read_translations(str(path)) if path.exists() else {}
     return {"zh_CN": zh_cn, "zh_TW": {k: to_taiwan(v) for k, v in zh_cn.items()}}
 
 
 def use_edition_pictures(cache_dir: Path, language: str) -> int:
     """In an edition's copy of the jupyter-cache, put the edition's pictures in place
     of the English ones; returns how many were replaced."""
-    import json
-
     n = 0
     for _, stored, nb in cached_notebooks(cache_dir):
         changed = False

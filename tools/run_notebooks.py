@@ -47,7 +47,7 @@ import solutions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["execute"]
-CACHE = ROOT / CONFIG["cache"]
+CACHE = editions.shared_cache_dir()
 TIMEOUT = int(CONFIG["timeout"])
 # how long each notebook took last time, so the slowest start first; on a fresh clone,
 # how long each took under `make test` on a 2-core machine (refresh it by copying the

@@ -32,7 +32,7 @@ import functools
 import logging
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -179,16 +179,19 @@ class Words:
         self._before.clear()
         self._done.clear()
 
+    @contextlib.contextmanager
+    def drawn(self, fig: Figure) -> Iterator[Words]:
+        """Within the block, ``fig``'s texts are in this language; English after."""
+        self.apply(fig)
+        try:
+            yield self
+        finally:
+            self.restore()
 
-@contextlib.contextmanager
-def drawn_in(fig: Figure, language: str, table: dict[str, str]) -> Iterator[Words]:
+
+def drawn_in(fig: Figure, language: str, table: dict[str, str]):
     """Within the block, ``fig``'s texts are in ``language``; English again after."""
-    words = Words(language, table)
-    words.apply(fig)
-    try:
-        yield words
-    finally:
-        words.restore()
+    return Words(language, table).drawn(fig)
 
 
 class _Records(logging.Handler):
@@ -259,13 +262,22 @@ def editions() -> dict[str, dict[str, str]]:
     return dict(_EDITIONS)
 
 
-def edition_metadata(
-    pictures: dict[str, str], seen: dict[str, None]
-) -> dict[str, Any] | None:
-    """An output's metadata entry for its pictures in other languages."""
-    if not seen:
-        return None
-    return {"tl_editions": pictures, "tl_words": list(seen)}
+def edition_pictures(draw: Callable[[Words], Any]) -> dict[str, Any] | None:
+    """A figure's output metadata while the book is built: its picture in each
+    edition's language. ``draw(words)`` draws the figure with ``words`` applied and
+    returns the picture (it may return None when ``words.seen`` shows that the figure
+    has no words). ``{"tl_editions": {language: picture}, "tl_words": [keys]}``, or
+    None if the figure has no words."""
+    pictures, seen = {}, {}
+    for language, table in _EDITIONS.items():
+        words = Words(language, table)
+        with every_glyph_drawn(language):
+            picture = draw(words)
+        if not words.seen:  # the same figure has the same words in every language
+            return None
+        seen.update(words.seen)
+        pictures[language] = picture
+    return {"tl_editions": pictures, "tl_words": list(seen)} if seen else None
 
 
 @functools.cache
@@ -285,26 +297,20 @@ def _patch_inline_figures() -> None:
             return original(fig, fmt, *args, **kwargs)
         words = live_words()
         if words is not None:  # a Chinese notebook: that language only
-            words.apply(fig)
-            try:
+            with words.drawn(fig):
                 return original(fig, fmt, *args, **kwargs)
-            finally:
-                words.restore()
         data = original(fig, fmt, *args, **kwargs)
         if not _EDITIONS:
             return data
-        pictures, seen = {}, {}
-        for language, table in _EDITIONS.items():
-            with drawn_in(fig, language, table) as words:
-                if not words.seen:  # no words in this figure
-                    break
-                seen.update(words.seen)
-                with every_glyph_drawn(language):
-                    png = original(fig, fmt, *args, **kwargs)
-            if isinstance(png, bytes):
-                png = base64.b64encode(png).decode("ascii")
-            pictures[language] = png
-        metadata = edition_metadata(pictures, seen)
+
+        def draw(words: Words) -> str | None:
+            with words.drawn(fig):
+                if not words.seen:  # no words: no second picture
+                    return None
+                png = original(fig, fmt, *args, **kwargs)
+            return png if isinstance(png, str) else base64.b64encode(png).decode()
+
+        metadata = edition_pictures(draw)
         return data if metadata is None else (data, metadata)
 
     pylabtools.print_figure = print_figure

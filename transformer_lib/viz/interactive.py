@@ -259,17 +259,13 @@ class Explorer:
         edition's language (``english``: the English frames, whose repeated pictures
         are not drawn again); the metadata of the figure's output, or None if no
         picture has words."""
-        pictures, seen = {}, {}
-        for language, table in image_words.editions().items():
-            words = image_words.Words(language, table)
-            with self._drawn_in(words), image_words.every_glyph_drawn(language):
+
+        def draw(words: image_words.Words) -> str:
+            with self._drawn_in(words):
                 drawn = static.frames(self.controls, self._frame, like=english)
-                block = static.to_html(self, drawn)
-            if not words.seen:
-                break
-            seen.update(words.seen)
-            pictures[language] = block
-        return image_words.edition_metadata(pictures, seen)
+                return static.to_html(self, drawn)
+
+        return image_words.edition_pictures(draw)
 
     # -- the two lives
     def widget(self):
