@@ -93,3 +93,18 @@ def generate_macs(cfg: ModelSizes, T_src: int, n_new: int, use_cache: bool) -> i
         + cross_kv
         + sum(decode_step_macs(cfg, t, T_src, use_cache) for t in range(1, n_new + 1))
     )
+
+
+def ring_attention_bytes_sent(
+    shard_lengths: list[int], batch: int, n_kv_heads: int, d_k: int, dtype: torch.dtype
+) -> list[int]:
+    """Bytes each rank sends in ring attention (eq. ring-bytes): in the first P - 1
+    steps, rank r passes on the K and V shards of ranks r, r - 1, ..., r - P + 2,
+    2 B h_kv T_s d_k bytes each; the shard of rank r + 1 it never sends."""
+    P = len(shard_lengths)
+    size = torch.tensor([], dtype=dtype).element_size()
+    per_position = 2 * batch * n_kv_heads * d_k * size
+    return [
+        per_position * (sum(shard_lengths) - shard_lengths[(r + 1) % P]) if P > 1 else 0
+        for r in range(P)
+    ]
