@@ -175,3 +175,51 @@ def test_ring_attention_refuses_bad_shapes_and_a_missing_group():
         parallel.ring_attention(q[0], q[0], q[0])
     with pytest.raises(RuntimeError, match="init_process_group"):
         parallel.ring_attention(q, q, q)
+
+
+def test_data_parallel_gradient_is_the_whole_batch_gradient_and_training_follows():
+    """DistributedDataParallel on 2 ranks, each with half the batch: its all-reduced
+    gradient equals one process's gradient of the whole batch, and 20 steps of AdamW
+    by the book's training loop stay on the one-process trajectory."""
+    from transformer_lib.demos import data_parallel
+
+    grads = parallel.run_ranks(data_parallel.rank_gradient, 2, 0, 32)
+    whole = data_parallel.full_batch_gradient(0, 32)
+    assert set(grads[0]) == set(whole)
+    for rank_grads in grads:
+        for name, g in whole.items():
+            torch.testing.assert_close(rank_grads[name], g, rtol=1e-5, atol=1e-7)
+    # float64: AdamW divides by sqrt(v), which turns float32's rounding of the tiny
+    # gradients into visible differences within a few steps
+    histories = parallel.run_ranks(data_parallel.rank_train, 2, 0, 20, 32, 3, 3e-3, F64)
+    alone = data_parallel.train_one_process(0, 20, 32, 3, 3e-3, F64)
+    # each rank's loss is the mean over its half; their mean is the whole batch's
+    mean_loss = torch.tensor([h["loss"] for h in histories], dtype=F64).mean(0)
+    torch.testing.assert_close(mean_loss, torch.tensor(alone["loss"], dtype=F64))
+    for h in histories:
+        for name, w in alone["state_dict"].items():
+            torch.testing.assert_close(h["state_dict"][name], w, rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="a batch of 33 does not split evenly over 2"):
+        data_parallel.rank_gradient(0, 2, 0, 33)
+
+
+def test_measured_bytes_of_an_all_reduce_match_the_ring_formula():
+    results = parallel.run_ranks(_all_reduce_bytes_worker, 3)
+    from transformer_lib.costs import all_reduce_bytes_sent
+
+    for nbytes, measured in results[0]:
+        formula = all_reduce_bytes_sent(nbytes, 3)
+        # gloo's message headers: a few hundred bytes per call
+        assert formula <= measured <= formula + 2048, (nbytes, measured, formula)
+
+
+def _all_reduce_bytes_worker(rank: int, world: int) -> list[tuple[int, int]]:
+    import torch.distributed as dist
+
+    out = []
+    for n in (30_000, 300_000):
+        x = torch.ones(n, dtype=F64)
+        dist.barrier()
+        _, sent = parallel.count_bytes_sent(dist.all_reduce, x)
+        out.append((n * 8, sent))
+    return out

@@ -108,3 +108,24 @@ def ring_attention_bytes_sent(
         per_position * (sum(shard_lengths) - shard_lengths[(r + 1) % P]) if P > 1 else 0
         for r in range(P)
     ]
+
+
+def all_reduce_bytes_sent(nbytes: int, world_size: int) -> int:
+    """Bytes each rank sends in a ring all-reduce of ``nbytes`` (eq. ring-all-reduce):
+    P - 1 steps of reduce-scatter and P - 1 of all-gather, each passing one P-th of
+    the tensor, 2 (P - 1) / P * nbytes in all, whatever P."""
+    if world_size < 1 or nbytes < 0:
+        raise ValueError(
+            f"need world_size >= 1 and nbytes >= 0, got {world_size} and {nbytes}"
+        )
+    return 2 * (world_size - 1) * nbytes // world_size
+
+
+def tensor_parallel_bytes_sent(
+    batch: int, T: int, d_model: int, n_layers: int, world_size: int, dtype: torch.dtype
+) -> int:
+    """Bytes each rank sends in one forward pass of a tensor-parallel stack of
+    ``n_layers`` blocks (eq. tp-bytes): two all-reduces per block, one per sublayer,
+    each of the (B, T, d_model) activations."""
+    size = torch.tensor([], dtype=dtype).element_size()
+    return 2 * n_layers * all_reduce_bytes_sent(batch * T * d_model * size, world_size)

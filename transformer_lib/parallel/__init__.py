@@ -10,7 +10,7 @@ processes (gloo on 127.0.0.1) for the book and the tests. Ranks are numbered 0 .
 
 from __future__ import annotations
 
-from .launch import run_ranks
+from .launch import count_bytes_sent, run_ranks
 from .ring import block_attention, ring_attention
 from .tensor import (
     ParallelFeedForward,
@@ -35,4 +35,5 @@ __all__ = [
     "shard_block",
     "shard_gpt",
     "run_ranks",
+    "count_bytes_sent",
 ]

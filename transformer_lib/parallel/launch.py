@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import pickle
 import socket
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +31,9 @@ def _rank_main(
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
     try:
-        results.put((rank, fn(rank, world_size, *args)))
+        # plain pickle copies tensors into the message (torch's own sharing would
+        # hand over a file descriptor, gone once this process exits)
+        results.put((rank, pickle.dumps(fn(rank, world_size, *args))))
     finally:
         dist.destroy_process_group()
 
@@ -44,14 +48,46 @@ def run_ranks(fn: Callable[..., Any], world_size: int, *args: Any) -> list[Any]:
 
     if world_size < 1:
         raise ValueError(f"world_size must be >= 1, got {world_size}")
-    ctx = mp.get_context("spawn")
-    results = ctx.SimpleQueue()
-    mp.start_processes(
+    results = mp.get_context("spawn").SimpleQueue()
+    ranks = mp.start_processes(
         _rank_main,
         args=(world_size, _free_port(), fn, args, results),
         nprocs=world_size,
-        join=True,
+        join=False,
         start_method="spawn",
     )
-    out = dict(results.get() for _ in range(world_size))
-    return [out[r] for r in range(world_size)]
+    out: dict[int, bytes] = {}
+    done = False
+    while not done:
+        # read while the ranks run: a large result fills the pipe, and its rank
+        # cannot exit until it is read
+        done = ranks.join(timeout=0.05)  # raises with the traceback of a failed rank
+        while not results.empty():
+            rank, payload = results.get()
+            out[rank] = payload
+    missing = sorted(set(range(world_size)) - set(out))
+    if missing:
+        raise RuntimeError(f"ranks {missing} exited without a result")
+    return [pickle.loads(out[r]) for r in range(world_size)]
+
+
+def _bytes_written() -> int:
+    with open("/proc/self/io", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("wchar:"):
+                return int(line.split()[1])
+    raise RuntimeError("/proc/self/io has no wchar line")
+
+
+def count_bytes_sent(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple:
+    """(fn(*args, **kwargs), the bytes this process wrote while it ran): on one
+    machine gloo sends over TCP sockets, and the kernel counts every byte written to
+    them (``wchar`` of ``/proc/self/io``, Linux only), message headers included.
+    Measured, not computed: compare it with the costs in ``transformer_lib.costs``."""
+    if not sys.platform.startswith("linux"):
+        raise RuntimeError(
+            f"count_bytes_sent reads /proc/self/io, which {sys.platform} does not have"
+        )
+    before = _bytes_written()
+    result = fn(*args, **kwargs)
+    return result, _bytes_written() - before
