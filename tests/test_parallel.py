@@ -223,3 +223,21 @@ def _all_reduce_bytes_worker(rank: int, world: int) -> list[tuple[int, int]]:
         _, sent = parallel.count_bytes_sent(dist.all_reduce, x)
         out.append((n * 8, sent))
     return out
+
+
+def test_the_torchrun_script_runs_the_same_checks():
+    """The command the chapter gives a learner, as a learner types it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    torchrun = Path(sys.executable).with_name("torchrun")
+    done = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc_per_node", "2",
+         "scripts/attention_across_processes.py"],
+        cwd=root, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("rank ")]
+    assert sorted(ln.split(":")[0] for ln in lines) == ["rank 0 of 2", "rank 1 of 2"]
