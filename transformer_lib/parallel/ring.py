@@ -105,7 +105,7 @@ def ring_attention(
     recv_from = _global_rank(group, (rank - 1) % P)
 
     kv = torch.stack([k, v]).contiguous()  # (2, B, h_kv, T_r, d): one message per step
-    outs, lses = [], []
+    out = lse = None  # the merge of the blocks seen so far
     sent = computed = skipped = 0
     for step in range(P):
         src = (rank - step) % P  # the shard this rank holds now
@@ -128,11 +128,13 @@ def ring_attention(
             if causal and k_pos[-1] > q_pos[0]:  # the block crosses the diagonal
                 mask = q_pos[:, None] >= k_pos[None, :]  # (T_r, T_s), global positions
             # (B, h, T_r, d), (B, h, T_r): K/V heads repeated for their query groups
-            o, lse = block_attention(
+            o, block_lse = block_attention(
                 q, repeat_kv(kv[0], n_rep), repeat_kv(kv[1], n_rep), mask
             )
-            outs.append(o)
-            lses.append(lse)
+            if out is None:
+                out, lse = o, block_lse
+            else:  # (eq. lse-merge), two parts at a time: memory stays O(T_r)
+                out, lse = merge_attention([out, o], [lse, block_lse])
             computed += 1
         for request in requests:
             request.wait()
@@ -145,7 +147,4 @@ def ring_attention(
             blocks_skipped=skipped,
             shard_lengths=lengths,
         )
-    if not outs:  # an empty shard of queries
-        return q.new_zeros(q.shape)
-    out, _ = merge_attention(outs, lses)  # (B, h, T_r, d)
-    return out
+    return q.new_zeros(q.shape) if out is None else out  # (B, h, T_r, d)
