@@ -347,8 +347,6 @@ def test_kv_cache_nbytes_formula():
             == 2 * B * h_kv * T * (64 // h) * k.element_size()
             == tl.kv_cache_nbytes(1, B, h_kv, T, 64 // h, dtype)
         )
-    # one formula: chapter 5's method name is the same function
-    assert tl.MultiHeadAttention.kv_cache_bytes is tl.MultiHeadAttention.kv_cache_nbytes
 
 
 def test_cached_attention_step_equals_full_causal_attention():
@@ -668,44 +666,12 @@ def test_decoder_decode_step_is_forward_one_position_at_a_time(norm_first, n_kv_
     assert trace["cross_weights"].shape == (2, 4, 1, 6)
 
 
-def test_old_sublayer_names_are_read_only_aliases():
+def test_layers_have_no_old_sublayer_names():
     enc, dec = tl.EncoderLayer(8, 2, 16), tl.DecoderLayer(8, 2, 16)
-    assert (enc.sub1, enc.sub2) == (enc.self_attn_block, enc.ffn_block)
-    assert (dec.sub1, dec.sub2, dec.sub3) == (
-        dec.self_attn_block,
-        dec.cross_attn_block,
-        dec.ffn_block,
-    )
-    assert isinstance(dec.sub2, tl.Residual)
-    with pytest.raises(AttributeError, match="set cross_attn_block instead"):
-        dec.sub2 = tl.Residual(8, False, 1e-5, 0.0)
+    for layer in (enc, dec):
+        assert not any(hasattr(layer, f"sub{i}") for i in (1, 2, 3))
+        assert not layer._load_state_dict_pre_hooks
     assert not any(".sub" in k or k.startswith("sub") for k in dec.state_dict())
-
-
-@pytest.mark.parametrize("cls", [tl.EncoderLayer, tl.DecoderLayer])
-def test_a_state_dict_with_the_old_sublayer_names_still_loads(cls):
-    torch.manual_seed(0)
-    saved = cls(8, 2, 16)
-    new_to_old = {"self_attn_block": "sub1"}
-    if cls is tl.DecoderLayer:
-        new_to_old.update(cross_attn_block="sub2", ffn_block="sub3")
-    else:
-        new_to_old.update(ffn_block="sub2")
-    old_keys = {}
-    for key, value in saved.state_dict().items():
-        block, _, rest = key.partition(".")
-        old_keys[f"{new_to_old.get(block, block)}.{rest}"] = value
-    assert "sub1.norm.weight" in old_keys
-    loaded = cls(8, 2, 16)
-    loaded.load_state_dict(old_keys)  # strict: every key found
-    for (k1, v1), (k2, v2) in zip(
-        saved.state_dict().items(), loaded.state_dict().items(), strict=True
-    ):
-        assert k1 == k2 and torch.equal(v1, v2)
-    # and nested inside a model, under its own prefix
-    model = nn.ModuleList([cls(8, 2, 16)])
-    model.load_state_dict({f"0.{k}": v for k, v in old_keys.items()})
-    assert torch.equal(model[0].sub1.norm.weight, saved.self_attn_block.norm.weight)
 
 
 # ----------------------------------------------------------------- positional encodings

@@ -7,12 +7,11 @@ from __future__ import annotations
 import torch
 
 from .attention import scaled_dot_product_attention
-from .costs import kv_cache_nbytes
 from .heads import repeat_kv
 from .masks import causal_mask
 from .positional import apply_rope
 
-__all__ = ["KVCache", "cached_attention_step", "kv_cache_nbytes"]
+__all__ = ["KVCache", "cached_attention_step"]
 
 
 def cached_attention_step(

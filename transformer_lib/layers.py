@@ -60,50 +60,10 @@ class Residual(nn.Module):
         return out
 
 
-_Residual = Residual  # the class's first, private name
-
-
-class _NamedSublayers(nn.Module):
-    """Old names of the sublayers: ``sub1``, ``sub2``, ``sub3`` are read-only aliases
-    of the named blocks, and a state_dict saved with the old keys still loads."""
-
-    _OLD_NAMES: dict[str, str] = {}  # old attribute -> new attribute
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        for old, new in cls._OLD_NAMES.items():
-            alias = property(
-                lambda self, new=new: getattr(self, new),
-                doc=f"Old name of ``{new}`` (read-only).",
-            )
-            setattr(cls, old, alias)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.register_load_state_dict_pre_hook(_rename_old_keys)
-
-    def __setattr__(self, name: str, value) -> None:
-        if name in self._OLD_NAMES:
-            raise AttributeError(
-                f"{name} is a read-only alias: set {self._OLD_NAMES[name]} instead"
-            )
-        super().__setattr__(name, value)
-
-
-def _rename_old_keys(module, state_dict, prefix, *_) -> None:
-    for key in list(state_dict):
-        for old, new in module._OLD_NAMES.items():
-            if key.startswith(f"{prefix}{old}."):
-                renamed = f"{prefix}{new}.{key[len(prefix) + len(old) + 1 :]}"
-                state_dict[renamed] = state_dict.pop(key)
-
-
-class EncoderLayer(_NamedSublayers):
+class EncoderLayer(nn.Module):
     """Z_attn = MultiHead(X_pos); Z_add_norm_1 = LN(X_pos + Z_attn);
     Z_ffn = FFN(Z_add_norm_1); Z_encoder_output = LN(Z_add_norm_1 + Z_ffn)
     (eq. enc-attn ... enc-out), Post-LN by default."""
-
-    _OLD_NAMES = {"sub1": "self_attn_block", "sub2": "ffn_block"}
 
     def __init__(
         self,
@@ -165,18 +125,12 @@ class EncoderLayer(_NamedSublayers):
         )
 
 
-class DecoderLayer(_NamedSublayers):
+class DecoderLayer(nn.Module):
     """Z_masked_attn = MaskedMultiHead(Y_pos); Z_add_norm_2 = LN(Y_pos + Z_masked_attn);
     Z_cross_attn = MultiHead(Q = Z_add_norm_2, K = V = Z_encoder_output);
     Z_add_norm_3 = LN(Z_add_norm_2 + Z_cross_attn); Z_ffn_decoder = FFN(Z_add_norm_3);
     Z_decoder_output = LN(Z_add_norm_3 + Z_ffn_decoder)
     (eq. dec-masked-attn ... dec-out)."""
-
-    _OLD_NAMES = {
-        "sub1": "self_attn_block",
-        "sub2": "cross_attn_block",
-        "sub3": "ffn_block",
-    }
 
     def __init__(
         self,

@@ -22,7 +22,6 @@ import torch
 import torch.nn as nn
 
 from ._validate import check_divisible
-from .costs import decode_step_macs, generate_macs
 from .feed_forward import ACTIVATIONS
 from .kv_cache import KVCache
 from .layers import DecoderLayer, EncoderLayer
@@ -33,8 +32,6 @@ from .positional import sinusoidal_positional_encoding
 __all__ = [
     "Transformer",
     "TransformerConfig",
-    "decode_step_macs",
-    "generate_macs",
     "time_decoding",
 ]
 
@@ -89,16 +86,6 @@ class TransformerConfig:
     def d_k(self) -> int:
         """d_k = d_model / h, the width of one head's queries, keys and values."""
         return self.d_model // self.n_heads
-
-    @property
-    def d_head(self) -> int:
-        """Old name of :attr:`d_k`."""
-        return self.d_k
-
-    @property
-    def kv_heads(self) -> int:
-        """Old name of :attr:`n_kv_heads`."""
-        return self.n_kv_heads
 
 
 class Transformer(nn.Module):
@@ -215,17 +202,14 @@ class Transformer(nn.Module):
         src_mask: torch.Tensor | None = None,
         tgt_mask: torch.Tensor | None = None,
         need_weights: bool = False,
-        *,
-        return_attention: bool = False,
     ):
         """Teacher forcing: src (B, T_src), tgt (B, T_tgt)
         -> logits (B, T_tgt, vocab_size)   (eq. toy-logits).
 
         With ``need_weights`` returns ``(logits, attn)``, attn = {"encoder": [...],
         "decoder_self": [...], "cross": [...]}, one (B, h, T_q, T_k) tensor per layer.
-        ``return_attention`` is the old name of ``need_weights``.
         """
-        if not (need_weights or return_attention):
+        if not need_weights:
             return self.out_proj(
                 self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)
             )

@@ -4,8 +4,6 @@ Token ids: 0 = pad, 1 = BOS, 2 ... vocab_size - 1 = the symbols,
 shown as the letters a, b, c, ...
 A fixed hash sends about one sequence in eight to a held-out "test" split, so a model
 trained on ``split="train"`` is evaluated on sequences it has never seen.
-
-Also reachable as ``tl.tasks``, this module's first name.
 """
 
 from __future__ import annotations
