@@ -635,8 +635,8 @@ def test_decoder_trace_is_the_chapter_10_chain(norm_first):
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
 @pytest.mark.parametrize("n_kv_heads", [4, 2, 1], ids=["mha", "gqa", "mqa"])
-def test_decoder_decode_step_is_forward_one_position_at_a_time(norm_first, n_kv_heads):
-    """The layer's cached step, fed the positions one by one (then three at once),
+def test_decoder_cached_step_is_forward_one_position_at_a_time(norm_first, n_kv_heads):
+    """The layer with its cache slot, fed the positions one by one (then three at once),
     gives what forward gives for the whole causal sequence (eq. kv-append, kv-step)."""
     torch.manual_seed(3)
     layer = tl.DecoderLayer(24, 4, 40, norm_first, n_kv_heads=n_kv_heads)
@@ -646,20 +646,19 @@ def test_decoder_decode_step_is_forward_one_position_at_a_time(norm_first, n_kv_
     want = layer(y, memory, tl.causal_mask(7), pad)
     for capacity in (None, 7):
         cache = tl.KVCache(1, 2, n_kv_heads, 6, capacity, dtype=F64)
-        layer.cache_memory_kv(memory, cache, 0)
-        cache.cross_mask = pad
-        steps = [layer.decode_step(y[:, t : t + 1], cache, 0) for t in range(4)]
+        slot = cache.slot(0)
+        layer.cache_memory_kv(memory, slot)
+        steps = [layer(y[:, t : t + 1], None, None, pad, cache=slot) for t in range(4)]
         # three new positions at once: the past, and their own causal triangle
-        steps.append(layer.decode_step(y[:, 4:], cache, 0, tl.causal_mask(3, 7)))
+        steps.append(layer(y[:, 4:], None, tl.causal_mask(3, 7), pad, cache=slot))
         assert cache.length == 7
         got = torch.cat(steps, dim=1)
         torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
     # its trace holds the decoder's names for the new position
     cache = tl.KVCache(1, 2, n_kv_heads, 6, dtype=F64)
-    layer.cache_memory_kv(memory, cache, 0)
-    cache.cross_mask = pad
+    layer.cache_memory_kv(memory, cache.slot(0))
     trace = {}
-    layer.decode_step(y[:, :1], cache, 0, trace=trace)
+    layer(y[:, :1], None, None, pad, cache=cache.slot(0), trace=trace)
     assert set(trace) == set(rewired_decoder(layer, y, memory, None, pad)) - {
         "Z_encoder_output"
     }

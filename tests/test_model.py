@@ -3,6 +3,8 @@ end of sequence, and the reversal task (chapters 11 and 12)."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 import torch.nn as nn
@@ -366,8 +368,10 @@ def after_first(tokens: torch.Tensor, eos: int) -> torch.Tensor:
 @pytest.mark.parametrize("use_cache", [True, False], ids=["cached", "uncached"])
 def test_each_row_stops_at_its_own_eos(use_cache):
     model, src, free, eos = eos_case()
-    _, free_logits = model.generate(src, 12, use_cache, return_logits=True)
-    tokens, logits = model.generate(src, 12, use_cache, return_logits=True, eos_id=eos)
+    _, free_logits = model.generate(src, 12, use_cache=use_cache, return_logits=True)
+    tokens, logits = model.generate(
+        src, 12, use_cache=use_cache, return_logits=True, eos_id=eos
+    )
     after = after_first(free, eos)  # (4, 12)
     assert after.any(dim=1).sum() >= 2  # rows end at different steps ...
     assert not (free == eos).any(dim=1).all()  # ... and one row never ends
@@ -387,13 +391,86 @@ def test_decoding_stops_once_every_row_has_ended():
     assert len(steps) == first + 1 < 12
     for use_cache in (True, False):
         tokens, logits = model.generate(
-            one, 12, use_cache, return_logits=True, eos_id=eos
+            one, 12, use_cache=use_cache, return_logits=True, eos_id=eos
         )
         assert tokens.shape == (1, 12) and logits.shape == (1, 12, 23)
         assert tokens[0, first] == eos
         assert (tokens[0, first + 1 :] == model.cfg.pad_id).all()
         assert torch.equal(tokens[0, : first + 1], free[0, : first + 1])
         assert (logits[0, first + 1 :] == 0).all()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [dict(), dict(temperature=0.7, top_k=5), dict(top_p=0.9), dict(temperature=1.5)],
+    ids=["plain", "top-k", "top-p", "hot"],
+)
+def test_encoder_decoder_sampling_equals_torch_multinomial(options):
+    """Sampled decoding: cached and uncached draw the same tokens from one seed, and
+    both equal torch.multinomial on next_token_probs of the teacher-forced logits
+    (eq. sampling-probs)."""
+    torch.manual_seed(1)
+    model = random_model(n_kv_heads=2)
+    src = torch.randint(2, 23, (3, 6), generator=torch.Generator().manual_seed(2))
+    src_mask = tl.padding_mask([6, 4, 5], 6)
+
+    def draw(use_cache: bool):
+        g = torch.Generator().manual_seed(7)
+        return model.generate(
+            src,
+            10,
+            use_cache=use_cache,
+            src_mask=src_mask,
+            do_sample=True,
+            generator=g,
+            return_logits=True,
+            **options,
+        )
+
+    (cached, logits_c), (uncached, logits_u) = draw(True), draw(False)
+    assert torch.equal(cached, uncached)
+    assert_close(logits_c, logits_u, atol=1e-5, rtol=0)
+    # the reference: the whole prefix through the model, PyTorch's sampler
+    g = torch.Generator().manual_seed(7)
+    tokens = torch.full((3, 1), model.cfg.bos_id)
+    with torch.no_grad():
+        for _ in range(10):
+            logits = model(src, tokens, src_mask)[:, -1]  # (B, V)
+            probs = tl.next_token_probs(logits, **options)
+            nxt = torch.multinomial(probs, 1, generator=g)  # (B, 1)
+            tokens = torch.cat([tokens, nxt], dim=1)
+    assert torch.equal(cached, tokens[:, 1:])
+    greedy = model.generate(src, 10, src_mask=src_mask)
+    assert not torch.equal(cached, greedy)  # it did sample
+
+
+def test_top_k_1_sampling_is_greedy_and_bad_options_name_the_value():
+    model = random_model()
+    src = torch.randint(2, 23, (2, 5))
+    g = torch.Generator().manual_seed(0)
+    sampled = model.generate(src, 8, do_sample=True, top_k=1, generator=g)
+    assert torch.equal(sampled, model.generate(src, 8))
+    with pytest.raises(ValueError, match="top_p must lie in"):
+        model.generate(src, 3, do_sample=True, top_p=1.5)
+
+
+def test_both_model_families_generate_with_the_same_keywords():
+    keywords = {
+        "max_new_tokens",
+        "eos_id",
+        "pad_id",
+        "use_cache",
+        "do_sample",
+        "temperature",
+        "top_k",
+        "top_p",
+        "generator",
+        "return_logits",
+    }
+    for cls in (tl.Transformer, tl.GPT):
+        params = inspect.signature(cls.generate).parameters
+        assert keywords <= set(params), cls
+    assert tl.Transformer.generate is tl.GPT.generate  # one implementation
 
 
 def test_eos_id_must_be_a_token():

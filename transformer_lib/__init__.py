@@ -31,16 +31,18 @@ from .attention import (
     scaled_dot_product_attention,
     softmax,
 )
+from .configs import GPTConfig, TransformerConfig
 from .costs import decode_step_macs, generate_macs, kv_cache_nbytes
 from .feed_forward import FeedForward, gelu_tanh, silu
 from .flash import online_softmax, tiled_attention
-from .gpt import GPT, GPTBlock, GPTConfig, causal_lm_loss
+from .generation import decode_loop
+from .gpt import GPT, causal_lm_loss
 from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .hf import hf_to_tl
 from .kv_cache import KVCache, cached_attention_step
-from .layers import DecoderLayer, EncoderLayer, Residual
+from .layers import DecoderLayer, EncoderLayer, GPTBlock, Residual
 from .masks import causal_mask, key_padding_to_attend, padding_mask
-from .model import Transformer, TransformerConfig, time_decoding
+from .model import Transformer, time_decoding
 from .norm import LayerNorm, RMSNorm, layer_norm, layer_norm_article, rms_norm
 from .positional import (
     apply_rope,
@@ -94,11 +96,12 @@ __all__ = [
     "GPTConfig",
     "GPT",
     "causal_lm_loss",
-    # sampling (chapter 15)
+    # sampling and the decoding loop (chapters 11, 12, 15)
     "top_k_filter",
     "top_p_filter",
     "next_token_probs",
     "sample_next",
+    "decode_loop",
     # flash attention (chapter 13)
     "online_softmax",
     "tiled_attention",

@@ -20,7 +20,8 @@ import time
 
 import torch
 
-from ..gpt import GPT, GPTConfig
+from ..configs import GPTConfig
+from ..gpt import GPT
 from .lm import train_lm
 
 PLUS_ID, EQUALS_ID = 10, 11

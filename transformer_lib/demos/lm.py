@@ -15,7 +15,8 @@ from contextlib import contextmanager
 
 import torch
 
-from ..gpt import GPT, GPTConfig, causal_lm_loss
+from ..configs import GPTConfig
+from ..gpt import GPT, causal_lm_loss
 
 BatchFn = Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
 

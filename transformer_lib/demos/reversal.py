@@ -14,7 +14,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from ..model import Transformer, TransformerConfig
+from ..configs import TransformerConfig
+from ..model import Transformer
 from .lm import torch_threads
 
 PAD_ID, BOS_ID, FIRST_SYMBOL = 0, 1, 2
