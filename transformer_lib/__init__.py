@@ -32,7 +32,7 @@ from .attention import (
     softmax,
 )
 from .configs import GPTConfig, TransformerConfig
-from .costs import decode_step_macs, generate_macs, kv_cache_nbytes
+from .costs import decode_step_macs, generate_macs, hbm_traffic, kv_cache_nbytes
 from .feed_forward import FeedForward, gelu_tanh, silu
 from .flash import online_softmax, tiled_attention
 from .generation import decode_loop
@@ -45,6 +45,8 @@ from .masks import causal_mask, key_padding_to_attend, padding_mask
 from .model import Transformer, time_decoding
 from .norm import LayerNorm, RMSNorm, layer_norm, layer_norm_article, rms_norm
 from .positional import (
+    alibi_bias,
+    alibi_slopes,
     apply_rope,
     rope_angles,
     rope_permutation,
@@ -73,6 +75,8 @@ __all__ = [
     "rope_angles",
     "apply_rope",
     "rope_permutation",
+    "alibi_slopes",
+    "alibi_bias",
     # the heads (chapter 5)
     "split_heads",
     "merge_heads",
@@ -105,6 +109,7 @@ __all__ = [
     # flash attention (chapter 13)
     "online_softmax",
     "tiled_attention",
+    "hbm_traffic",
     # the transformers bridge (chapter 16)
     "hf_to_tl",
 ]

@@ -14,7 +14,6 @@ formulas :func:`decode_step_macs` and :func:`generate_macs` live in :mod:`.costs
 from __future__ import annotations
 
 import math
-import time
 
 import torch
 import torch.nn as nn
@@ -24,6 +23,7 @@ from .generation import Generates, Step
 from .kv_cache import KVCache
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask
+from .measure import Stopwatch
 from .norm import LayerNorm
 from .positional import sinusoidal_positional_encoding
 
@@ -326,11 +326,9 @@ def time_decoding(
     spent waiting for a core; CPU time counts only the work done. Step 1 also pays for
     the encoder (and, with the cache, the memory's cross-attention K/V).
     """
-    wall, cpu = [], []
-    w0, c0 = time.perf_counter(), time.process_time()
+    wall, cpu, clock = [], [], Stopwatch()
     for _ in model.generate_steps(src, max_new_tokens, use_cache=use_cache):
-        w1, c1 = time.perf_counter(), time.process_time()
-        wall.append(w1 - w0)
-        cpu.append(c1 - c0)
-        w0, c0 = w1, c1
+        w, c = clock.lap()  # seconds of this step
+        wall.append(w)
+        cpu.append(c)
     return {"wall": wall, "cpu": cpu}

@@ -60,7 +60,7 @@ from .ch13_flash_attention import check_online_attention
 from .ch14_decoder_only import check_causal_lm_loss
 from .ch15_sampling import check_top_k_filter, check_top_p_filter
 from .ch16_modern_block import check_apply_rope_half, check_rms_norm
-from .ch17_length_extrapolation import alibi_bias, check_alibi_bias
+from .ch17_length_extrapolation import check_alibi_bias
 
 __all__ = [
     "check_softmax",
@@ -81,5 +81,4 @@ __all__ = [
     "check_apply_rope_half",
     "check_alibi_bias",
     "multi_head_attention",
-    "alibi_bias",
 ]
