@@ -43,7 +43,8 @@ tests/test_exercises.py then requires a correct answer for it in its ``CORRECT``
 and a chapter cell that calls it.
 """
 
-from .ch03_softmax import check_scaled_dot_product_attention, check_softmax
+from .ch03_attention import check_scaled_dot_product_attention
+from .ch03_softmax import check_softmax
 from .ch04_masks import check_causal_mask, check_padding_mask
 from .ch05_multi_head import (
     check_multi_head_attention,
