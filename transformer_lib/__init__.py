@@ -39,7 +39,7 @@ from .generation import decode_loop
 from .gpt import GPT, causal_lm_loss
 from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .hf import hf_to_tl
-from .kv_cache import KVCache, cached_attention_step
+from .kv_cache import CacheSlot, KVCache, cached_attention_step
 from .layers import DecoderLayer, EncoderLayer, GPTBlock, Residual
 from .masks import causal_mask, key_padding_to_attend, padding_mask
 from .model import Transformer, time_decoding
@@ -88,6 +88,7 @@ __all__ = [
     "generate_macs",
     "cached_attention_step",
     "KVCache",
+    "CacheSlot",
     # the layers (chapters 9, 10, 14)
     "Residual",
     "EncoderLayer",
