@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 
 import transformer_lib as tl
+from transformer_lib.measure import Stopwatch
 
 
 def main() -> int:
@@ -52,9 +52,9 @@ def main() -> int:
             fn()
         for _ in range(args.rounds):
             for name, fn in contenders.items():
-                t0 = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - t0)
+                with Stopwatch() as clock:
+                    fn()
+                times[name].append(clock.wall)
 
     base = statistics.median(times["nn.MultiheadAttention"])
     rows = []

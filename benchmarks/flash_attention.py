@@ -7,7 +7,7 @@ PyTorch's C++ flash kernel (``aten::_scaled_dot_product_flash_attention_for_cpu`
 below from the profiler). B = 1, h = 8, d_k = d_v = 64, float32, no mask, one thread.
 
 Memory, for T = 512 ... 16384: every (path, T) point runs in a fresh subprocess and is
-measured twice. (1) The allocator: ``tl.flash.peak_allocated_bytes``, the running sum
+measured twice. (1) The allocator: ``tl.measure.peak_allocated_bytes``, the running sum
 of the allocations and frees that ``torch.profiler(profile_memory=True)`` records: the
 bytes of tensors the call holds at its worst moment, outputs included, exact and
 independent of other processes. (2) The operating system: the process's peak resident
@@ -34,14 +34,13 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 import transformer_lib as tl
-from transformer_lib import flash
+from transformer_lib import measure
 
 B, H, D = 1, 8, 64
 MEMORY_T = [512, 1024, 2048, 4096, 8192, 16384]
@@ -76,12 +75,12 @@ def measure_point(path: str, T: int) -> dict:
     q, k, v = inputs(T)
     before = _status_bytes("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
-    t0 = time.perf_counter()
-    out = fn(q, k, v)
-    seconds = time.perf_counter() - t0
+    with measure.Stopwatch() as clock:
+        out = fn(q, k, v)
+    seconds = clock.wall
     del out
     rss_peak = _status_bytes("VmHWM") - before
-    alloc_peak = flash.peak_allocated_bytes(fn, q, k, v)
+    alloc_peak = measure.peak_allocated_bytes(fn, q, k, v)
     return {"path": path, "T": T, "alloc": alloc_peak, "rss": rss_peak, "s": seconds}
 
 
@@ -102,7 +101,7 @@ def sdpa_backend() -> str:
     from torch.profiler import profile
 
     q, k, v = inputs(256)
-    with flash._quiet_stderr(), profile() as prof:
+    with measure._quiet_stderr(), profile() as prof:
         F.scaled_dot_product_attention(q, k, v)
     names = {e.name for e in prof.events()}
     kernels = sorted(n for n in names if n.startswith("aten::_scaled_dot_product"))
@@ -131,9 +130,9 @@ def time_table(rounds: int) -> list[dict]:
         times = {name: [] for name in contenders}
         for _ in range(rounds if T < 4096 else max(2, rounds // 2)):
             for name, fn in contenders.items():
-                t0 = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - t0)
+                with measure.Stopwatch() as clock:
+                    fn()
+                times[name].append(clock.wall)
         base = statistics.median(times["sdpa"])
         for name, ts in times.items():
             med = statistics.median(ts)

@@ -21,13 +21,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded
 import argparse
 import json
 import statistics
-import time
 from pathlib import Path
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 import transformer_lib as tl
+from transformer_lib.measure import Stopwatch
 
 CONFIG = dict(
     vocab_size=50257, n_positions=1024, n_embd=256, n_head=4, n_layer=4, n_inner=1024
@@ -37,9 +37,9 @@ PROMPT, NEW = 16, 512
 
 def timed(fn) -> tuple[torch.Tensor, float, float]:
     """(result, wall-clock seconds, CPU seconds) of fn()."""
-    w0, c0 = time.perf_counter(), time.process_time()
-    out = fn()
-    return out, time.perf_counter() - w0, time.process_time() - c0
+    with Stopwatch() as clock:
+        out = fn()
+    return out, clock.wall, clock.cpu
 
 
 def main() -> int:

@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
 from pathlib import Path
 
 import torch
 
 import transformer_lib as tl
 from transformer_lib.demos.kv_cache_bench import BENCH_CONFIG, T_SRC, bench_model
+from transformer_lib.measure import Stopwatch
 
 TARGET_BATCH, TARGET_NEW, TARGET_SPEEDUP = 2, 512, 8.0
 BATCHES, NEW_TOKENS = (1, 2), (8, 32, 128, 512)
@@ -146,10 +146,10 @@ def main() -> int:
         with torch.no_grad():
             cache = model.init_cache(model.encode(src), capacity=capacity)
             tok = torch.full((TARGET_BATCH, 1), cfg.bos_id)
-            t0 = time.perf_counter()
-            for _ in range(TARGET_NEW):
-                tok = model.decode_step(tok, cache)[:, -1:].argmax(-1)
-            return time.perf_counter() - t0
+            with Stopwatch() as clock:
+                for _ in range(TARGET_NEW):
+                    tok = model.decode_step(tok, cache)[:, -1:].argmax(-1)
+            return clock.wall
 
     appends = {"torch.cat": [], "preallocated": []}
     for _ in range(args.rounds):

@@ -29,7 +29,7 @@ from transformer_lib.demos.across_processes import (
     rank_tensor_parallel,
     whole_qkv,
 )
-from transformer_lib.flash import peak_allocated_bytes
+from transformer_lib.measure import peak_allocated_bytes
 from transformer_lib.parallel import run_ranks
 
 T, B, H, H_KV, D = 2048, 1, 4, 2, 32

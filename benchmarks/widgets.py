@@ -20,17 +20,13 @@ import argparse
 import json
 import os
 import statistics
-import time
 from pathlib import Path
 
+from transformer_lib.measure import Stopwatch
 from transformer_lib.viz import all_explorers
 
 MEDIAN_MS = 50.0  # target for the median redraw of one control
 WORST_MS = 100.0  # target for its slowest redraw
-
-
-def _ms(t0: float) -> float:
-    return (time.perf_counter() - t0) * 1e3
 
 
 def measure(repeats: int, only: str = "") -> tuple[list[dict], list[dict]]:
@@ -39,20 +35,25 @@ def measure(repeats: int, only: str = "") -> tuple[list[dict], list[dict]]:
     for name, factory in all_explorers().items():
         if only not in name:
             continue
-        t0 = time.perf_counter()
-        explorer = factory()
-        build = _ms(t0)
-        t0 = time.perf_counter()
-        explorer.update()
-        firsts.append({"explorer": name, "build_ms": build, "first_ms": _ms(t0)})
+        with Stopwatch() as build:
+            explorer = factory()
+        with Stopwatch() as first:
+            explorer.update()
+        firsts.append(
+            {
+                "explorer": name,
+                "build_ms": build.wall * 1e3,
+                "first_ms": first.wall * 1e3,
+            }
+        )
         for control, options in explorer.controls.items():
             times, cpu = [], []
             for _ in range(repeats):
                 for value in options:
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    explorer.update(**{control: value})
-                    times.append(_ms(t0))
-                    cpu.append((time.process_time() - c0) * 1e3)
+                    with Stopwatch() as clock:
+                        explorer.update(**{control: value})
+                    times.append(clock.wall * 1e3)
+                    cpu.append(clock.cpu * 1e3)
             explorer.update()  # back to the defaults before the next control
             rows.append(
                 {

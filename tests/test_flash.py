@@ -18,7 +18,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import transformer_lib as tl
-from transformer_lib import flash
+from transformer_lib import flash, measure
 
 F64 = torch.float64
 TIGHT = dict(atol=1e-10, rtol=1e-10)
@@ -368,10 +368,10 @@ def test_measured_peak_memory_grows_linearly_for_tiles_quadratically_for_scores(
         q, k, v = qkv(1, 4, T, T, 32, 32, dtype=torch.float32)
         out_bytes = 4 * T * 32 * 4
         scores = 4 * T * T * 4
-        explicit[T] = flash.peak_allocated_bytes(
+        explicit[T] = measure.peak_allocated_bytes(
             tl.scaled_dot_product_attention, q, k, v
         )
-        tiled = flash.peak_allocated_bytes(tl.tiled_attention, q, k, v)
+        tiled = measure.peak_allocated_bytes(tl.tiled_attention, q, k, v)
         working_set[T] = tiled - out_bytes
         assert explicit[T] >= 2 * scores  # scores and weights (and more) at once
         tile = 4 * 64 * 64 * 4  # one float32 tile per head, default blocks
@@ -383,15 +383,15 @@ def test_measured_peak_memory_grows_linearly_for_tiles_quadratically_for_scores(
 def test_hbm_traffic_counts():
     """eq. io-standard and io-flash: the closed forms, and the ratio 2 b_q / d."""
     N, d = 1024, 64
-    assert flash.hbm_traffic(N, N, d, d) == 4 * N * N + 4 * N * d
+    assert tl.hbm_traffic(N, N, d, d) == 4 * N * N + 4 * N * d
     for b_q in (16, 64, 128):
-        tiled = flash.hbm_traffic(N, N, d, d, b_q, 64)
+        tiled = tl.hbm_traffic(N, N, d, d, b_q, 64)
         assert tiled == N * (2 * d + 1) + (N // b_q) * N * 2 * d
-        ratio = flash.hbm_traffic(N, N, d, d) / tiled
+        ratio = tl.hbm_traffic(N, N, d, d) / tiled
         assert abs(ratio - 2 * b_q / d) / (2 * b_q / d) < 0.1
     # causal skipping about halves the traffic of the key/value reads
-    causal = flash.hbm_traffic(N, N, d, d, 64, 64, causal=True)
-    reads = flash.hbm_traffic(N, N, d, d, 64, 64) - N * (2 * d + 1)
+    causal = tl.hbm_traffic(N, N, d, d, 64, 64, causal=True)
+    reads = tl.hbm_traffic(N, N, d, d, 64, 64) - N * (2 * d + 1)
     assert causal - N * (2 * d + 1) == reads * (N // 64 + 1) // (2 * (N // 64))
 
 

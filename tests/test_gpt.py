@@ -228,6 +228,9 @@ def test_generation_stops_each_row_at_eos_and_pads_after():
         else:
             assert torch.equal(row, row_free)  # a row that never ends is unchanged
     assert (out == -1).any()
+    # as in the encoder-decoder: a padded position has zero logits
+    _, logits = model.generate(idx, 12, eos_id=eos, pad_id=-1, return_logits=True)
+    assert (logits[out == -1] == 0).all() and (logits[out != -1] != 0).any(-1).all()
     # the default pad is eos itself; uncached agrees
     dflt = model.generate(idx, 12, eos_id=eos)
     assert torch.equal(dflt, torch.where(out == -1, eos, out))

@@ -347,8 +347,6 @@ def test_kv_cache_nbytes_formula():
             == 2 * B * h_kv * T * (64 // h) * k.element_size()
             == tl.kv_cache_nbytes(1, B, h_kv, T, 64 // h, dtype)
         )
-    # one formula: chapter 5's method name is the same function
-    assert tl.MultiHeadAttention.kv_cache_bytes is tl.MultiHeadAttention.kv_cache_nbytes
 
 
 def test_cached_attention_step_equals_full_causal_attention():
@@ -637,8 +635,8 @@ def test_decoder_trace_is_the_chapter_10_chain(norm_first):
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
 @pytest.mark.parametrize("n_kv_heads", [4, 2, 1], ids=["mha", "gqa", "mqa"])
-def test_decoder_decode_step_is_forward_one_position_at_a_time(norm_first, n_kv_heads):
-    """The layer's cached step, fed the positions one by one (then three at once),
+def test_decoder_cached_step_is_forward_one_position_at_a_time(norm_first, n_kv_heads):
+    """The layer with its cache slot, fed the positions one by one (then three at once),
     gives what forward gives for the whole causal sequence (eq. kv-append, kv-step)."""
     torch.manual_seed(3)
     layer = tl.DecoderLayer(24, 4, 40, norm_first, n_kv_heads=n_kv_heads)
@@ -648,64 +646,31 @@ def test_decoder_decode_step_is_forward_one_position_at_a_time(norm_first, n_kv_
     want = layer(y, memory, tl.causal_mask(7), pad)
     for capacity in (None, 7):
         cache = tl.KVCache(1, 2, n_kv_heads, 6, capacity, dtype=F64)
-        layer.cache_memory_kv(memory, cache, 0)
-        cache.cross_mask = pad
-        steps = [layer.decode_step(y[:, t : t + 1], cache, 0) for t in range(4)]
+        slot = cache.slot(0)
+        layer.cache_memory_kv(memory, slot)
+        steps = [layer(y[:, t : t + 1], None, None, pad, cache=slot) for t in range(4)]
         # three new positions at once: the past, and their own causal triangle
-        steps.append(layer.decode_step(y[:, 4:], cache, 0, tl.causal_mask(3, 7)))
+        steps.append(layer(y[:, 4:], None, tl.causal_mask(3, 7), pad, cache=slot))
         assert cache.length == 7
         got = torch.cat(steps, dim=1)
         torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
     # its trace holds the decoder's names for the new position
     cache = tl.KVCache(1, 2, n_kv_heads, 6, dtype=F64)
-    layer.cache_memory_kv(memory, cache, 0)
-    cache.cross_mask = pad
+    layer.cache_memory_kv(memory, cache.slot(0))
     trace = {}
-    layer.decode_step(y[:, :1], cache, 0, trace=trace)
+    layer(y[:, :1], None, None, pad, cache=cache.slot(0), trace=trace)
     assert set(trace) == set(rewired_decoder(layer, y, memory, None, pad)) - {
         "Z_encoder_output"
     }
     assert trace["cross_weights"].shape == (2, 4, 1, 6)
 
 
-def test_old_sublayer_names_are_read_only_aliases():
+def test_layers_have_no_old_sublayer_names():
     enc, dec = tl.EncoderLayer(8, 2, 16), tl.DecoderLayer(8, 2, 16)
-    assert (enc.sub1, enc.sub2) == (enc.self_attn_block, enc.ffn_block)
-    assert (dec.sub1, dec.sub2, dec.sub3) == (
-        dec.self_attn_block,
-        dec.cross_attn_block,
-        dec.ffn_block,
-    )
-    assert isinstance(dec.sub2, tl.Residual)
-    with pytest.raises(AttributeError, match="set cross_attn_block instead"):
-        dec.sub2 = tl.Residual(8, False, 1e-5, 0.0)
+    for layer in (enc, dec):
+        assert not any(hasattr(layer, f"sub{i}") for i in (1, 2, 3))
+        assert not layer._load_state_dict_pre_hooks
     assert not any(".sub" in k or k.startswith("sub") for k in dec.state_dict())
-
-
-@pytest.mark.parametrize("cls", [tl.EncoderLayer, tl.DecoderLayer])
-def test_a_state_dict_with_the_old_sublayer_names_still_loads(cls):
-    torch.manual_seed(0)
-    saved = cls(8, 2, 16)
-    new_to_old = {"self_attn_block": "sub1"}
-    if cls is tl.DecoderLayer:
-        new_to_old.update(cross_attn_block="sub2", ffn_block="sub3")
-    else:
-        new_to_old.update(ffn_block="sub2")
-    old_keys = {}
-    for key, value in saved.state_dict().items():
-        block, _, rest = key.partition(".")
-        old_keys[f"{new_to_old.get(block, block)}.{rest}"] = value
-    assert "sub1.norm.weight" in old_keys
-    loaded = cls(8, 2, 16)
-    loaded.load_state_dict(old_keys)  # strict: every key found
-    for (k1, v1), (k2, v2) in zip(
-        saved.state_dict().items(), loaded.state_dict().items(), strict=True
-    ):
-        assert k1 == k2 and torch.equal(v1, v2)
-    # and nested inside a model, under its own prefix
-    model = nn.ModuleList([cls(8, 2, 16)])
-    model.load_state_dict({f"0.{k}": v for k, v in old_keys.items()})
-    assert torch.equal(model[0].sub1.norm.weight, saved.self_attn_block.norm.weight)
 
 
 # ----------------------------------------------------------------- positional encodings

@@ -4,12 +4,18 @@ thread-safe)."""
 
 from __future__ import annotations
 
+import math
+import time
+
 import pytest
 import torch
+import torch.nn.functional as F
 
 import transformer_lib as tl
 from transformer_lib.demos import addition as ad
-from transformer_lib.demos.lm import train_lm, warmup_cosine
+from transformer_lib.demos.lm import train_lm
+from transformer_lib.demos.training import train, warmup_cosine
+from transformer_lib.measure import Stopwatch
 
 # tiny models: one torch thread (the fixture is in tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -129,3 +135,65 @@ def test_train_lm_checks_its_arguments_and_stops_on_time():
         model, batch_fn, steps=4, callback=lambda s, m: seen.append(s), callback_every=2
     )
     assert out is model and seen == [2, 4]
+
+
+def test_the_demos_training_loop_is_the_plain_loop():
+    """train() takes the same steps as the loop written out with torch.optim."""
+    X = torch.randn(32, 3, generator=torch.Generator().manual_seed(0))
+    y = X @ torch.tensor([1.0, -2.0, 0.5])
+    lr_at = lambda step: 0.1 / (step + 1)  # noqa: E731
+
+    def fresh():
+        torch.manual_seed(1)
+        model = torch.nn.Linear(3, 1)
+        return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+    model, opt = fresh()
+    losses = []
+    for step in range(20):
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step)
+        loss = F.mse_loss(model(X).squeeze(-1), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    ours, opt2 = fresh()
+
+    def loss_fn(step):
+        return F.mse_loss(ours(X).squeeze(-1), y), {"step": step}
+
+    h = train(ours, loss_fn, opt2, steps=20, lr_at=lr_at, num_threads=None)
+    assert h["loss"] == losses and h["lr"] == [lr_at(s) for s in range(20)]
+    assert h["step"] == list(range(20)) and h["steps"] == 20
+    assert h["seconds"] >= 0 and h["cpu_seconds"] >= 0 and not ours.training
+    for a, b in zip(model.parameters(), ours.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_one_schedule_family_for_both_demos():
+    """floor=0 is the reversal task's cosine to zero, floor=0.1 the LM's."""
+    steps, lr, warmup = 300, 3e-3, 60
+    for s in range(warmup, steps):
+        to_zero = lr * 0.5 * (1 + math.cos(math.pi * (s - warmup) / (steps - warmup)))
+        assert warmup_cosine(s, steps, lr, warmup, floor=0.0) == pytest.approx(to_zero)
+        assert warmup_cosine(s, steps, lr, warmup) == pytest.approx(
+            0.1 * lr + 0.9 * to_zero
+        )
+
+
+def test_stopwatch_reads_wall_and_cpu_time_like_the_time_module():
+    w0, c0 = time.perf_counter(), time.process_time()
+    with Stopwatch() as clock:
+        time.sleep(0.05)  # wall-clock time, no CPU time
+        sum(i * i for i in range(100_000))  # CPU time
+    w1, c1 = time.perf_counter(), time.process_time()
+    assert 0.05 <= clock.wall <= w1 - w0
+    assert 0 < clock.cpu <= c1 - c0 and clock.cpu < clock.wall
+    frozen = clock.wall, clock.cpu
+    time.sleep(0.01)
+    assert (clock.wall, clock.cpu) == frozen  # frozen when the block ended
+    running = Stopwatch()
+    time.sleep(0.01)
+    wall, cpu = running.lap()
+    assert wall >= 0.01 and cpu >= 0 and running.wall < wall  # a new lap started

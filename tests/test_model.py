@@ -3,14 +3,15 @@ end of sequence, and the reversal task (chapters 11 and 12)."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 import torch.nn as nn
 from torch.testing import assert_close
 
 import transformer_lib as tl
-from transformer_lib.demos import kv_cache_bench
-from transformer_lib.demos import reversal as tasks
+from transformer_lib.demos import kv_cache_bench, reversal
 
 
 def small_config(**kw) -> tl.TransformerConfig:
@@ -47,8 +48,8 @@ def test_config_derived_sizes():
     cfg = small_config(n_kv_heads=2)
     assert (cfg.d_k, cfg.n_kv_heads) == (8, 2)
     assert small_config().n_kv_heads == 4  # None means n_heads, written in
-    # the old names read the same numbers
-    assert (cfg.d_head, cfg.kv_heads) == (cfg.d_k, cfg.n_kv_heads)
+    # no old names beside the book's
+    assert not hasattr(cfg, "d_head") and not hasattr(cfg, "kv_heads")
 
 
 def test_embedding_is_scaled_and_positioned():
@@ -69,13 +70,6 @@ def test_forward_shapes_and_attention_maps(norm_first):
     logits, attn = model(src, tgt, need_weights=True)
     assert logits.shape == (3, 5, 23)
     assert_close(model(src, tgt), logits)
-    old_logits, old_attn = model(src, tgt, return_attention=True)  # the old name
-    assert torch.equal(old_logits, logits)
-    assert all(
-        torch.equal(a, b)
-        for stack in attn
-        for a, b in zip(attn[stack], old_attn[stack], strict=True)
-    )
     assert set(attn) == {"encoder", "decoder_self", "cross"}
     shapes = {
         "encoder": (3, 4, 7, 7),
@@ -374,8 +368,10 @@ def after_first(tokens: torch.Tensor, eos: int) -> torch.Tensor:
 @pytest.mark.parametrize("use_cache", [True, False], ids=["cached", "uncached"])
 def test_each_row_stops_at_its_own_eos(use_cache):
     model, src, free, eos = eos_case()
-    _, free_logits = model.generate(src, 12, use_cache, return_logits=True)
-    tokens, logits = model.generate(src, 12, use_cache, return_logits=True, eos_id=eos)
+    _, free_logits = model.generate(src, 12, use_cache=use_cache, return_logits=True)
+    tokens, logits = model.generate(
+        src, 12, use_cache=use_cache, return_logits=True, eos_id=eos
+    )
     after = after_first(free, eos)  # (4, 12)
     assert after.any(dim=1).sum() >= 2  # rows end at different steps ...
     assert not (free == eos).any(dim=1).all()  # ... and one row never ends
@@ -395,13 +391,86 @@ def test_decoding_stops_once_every_row_has_ended():
     assert len(steps) == first + 1 < 12
     for use_cache in (True, False):
         tokens, logits = model.generate(
-            one, 12, use_cache, return_logits=True, eos_id=eos
+            one, 12, use_cache=use_cache, return_logits=True, eos_id=eos
         )
         assert tokens.shape == (1, 12) and logits.shape == (1, 12, 23)
         assert tokens[0, first] == eos
         assert (tokens[0, first + 1 :] == model.cfg.pad_id).all()
         assert torch.equal(tokens[0, : first + 1], free[0, : first + 1])
         assert (logits[0, first + 1 :] == 0).all()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [dict(), dict(temperature=0.7, top_k=5), dict(top_p=0.9), dict(temperature=1.5)],
+    ids=["plain", "top-k", "top-p", "hot"],
+)
+def test_encoder_decoder_sampling_equals_torch_multinomial(options):
+    """Sampled decoding: cached and uncached draw the same tokens from one seed, and
+    both equal torch.multinomial on next_token_probs of the teacher-forced logits
+    (eq. sampling-probs)."""
+    torch.manual_seed(1)
+    model = random_model(n_kv_heads=2)
+    src = torch.randint(2, 23, (3, 6), generator=torch.Generator().manual_seed(2))
+    src_mask = tl.padding_mask([6, 4, 5], 6)
+
+    def draw(use_cache: bool):
+        g = torch.Generator().manual_seed(7)
+        return model.generate(
+            src,
+            10,
+            use_cache=use_cache,
+            src_mask=src_mask,
+            do_sample=True,
+            generator=g,
+            return_logits=True,
+            **options,
+        )
+
+    (cached, logits_c), (uncached, logits_u) = draw(True), draw(False)
+    assert torch.equal(cached, uncached)
+    assert_close(logits_c, logits_u, atol=1e-5, rtol=0)
+    # the reference: the whole prefix through the model, PyTorch's sampler
+    g = torch.Generator().manual_seed(7)
+    tokens = torch.full((3, 1), model.cfg.bos_id)
+    with torch.no_grad():
+        for _ in range(10):
+            logits = model(src, tokens, src_mask)[:, -1]  # (B, V)
+            probs = tl.next_token_probs(logits, **options)
+            nxt = torch.multinomial(probs, 1, generator=g)  # (B, 1)
+            tokens = torch.cat([tokens, nxt], dim=1)
+    assert torch.equal(cached, tokens[:, 1:])
+    greedy = model.generate(src, 10, src_mask=src_mask)
+    assert not torch.equal(cached, greedy)  # it did sample
+
+
+def test_top_k_1_sampling_is_greedy_and_bad_options_name_the_value():
+    model = random_model()
+    src = torch.randint(2, 23, (2, 5))
+    g = torch.Generator().manual_seed(0)
+    sampled = model.generate(src, 8, do_sample=True, top_k=1, generator=g)
+    assert torch.equal(sampled, model.generate(src, 8))
+    with pytest.raises(ValueError, match="top_p must lie in"):
+        model.generate(src, 3, do_sample=True, top_p=1.5)
+
+
+def test_both_model_families_generate_with_the_same_keywords():
+    keywords = {
+        "max_new_tokens",
+        "eos_id",
+        "pad_id",
+        "use_cache",
+        "do_sample",
+        "temperature",
+        "top_k",
+        "top_p",
+        "generator",
+        "return_logits",
+    }
+    for cls in (tl.Transformer, tl.GPT):
+        params = inspect.signature(cls.generate).parameters
+        assert keywords <= set(params), cls
+    assert tl.Transformer.generate is tl.GPT.generate  # one implementation
 
 
 def test_eos_id_must_be_a_token():
@@ -449,28 +518,29 @@ def test_uncached_cost_grows_faster():
 
 def test_reversal_batch():
     g = torch.Generator().manual_seed(1)
-    src, tgt_in, tgt_out = tasks.reversal_batch(50, 9, g)
+    src, tgt_in, tgt_out = reversal.reversal_batch(50, 9, g)
     assert src.shape == tgt_in.shape == tgt_out.shape == (50, 9)
     assert torch.equal(tgt_out, src.flip(1))
-    assert (tgt_in[:, 0] == tasks.BOS_ID).all() and torch.equal(
+    assert (tgt_in[:, 0] == reversal.BOS_ID).all() and torch.equal(
         tgt_in[:, 1:], tgt_out[:, :-1]
     )
-    assert src.min() >= tasks.FIRST_SYMBOL and src.max() < 12  # never pad or BOS
+    assert src.min() >= reversal.FIRST_SYMBOL and src.max() < 12  # never pad or BOS
     assert torch.equal(
-        tasks.reversal_batch(50, 9, torch.Generator().manual_seed(1))[0], src
+        reversal.reversal_batch(50, 9, torch.Generator().manual_seed(1))[0], src
     )  # seeded
 
 
 def test_train_and_test_splits_are_disjoint():
     g = torch.Generator().manual_seed(2)
-    train = tasks.reversal_batch(500, 4, g, vocab_size=5, split="train")[0]
-    test = tasks.reversal_batch(500, 4, g, vocab_size=5, split="test")[0]
+    train = reversal.reversal_batch(500, 4, g, vocab_size=5, split="train")[0]
+    test = reversal.reversal_batch(500, 4, g, vocab_size=5, split="test")[0]
     assert (
-        not tasks.is_test_sequence(train).any() and tasks.is_test_sequence(test).all()
+        not reversal.is_test_sequence(train).any()
+        and reversal.is_test_sequence(test).all()
     )
     assert not {tuple(r) for r in train.tolist()} & {tuple(r) for r in test.tolist()}
     share = (
-        tasks.is_test_sequence(tasks.reversal_batch(4000, 8, g)[0])
+        reversal.is_test_sequence(reversal.reversal_batch(4000, 8, g)[0])
         .float()
         .mean()
         .item()
@@ -479,7 +549,7 @@ def test_train_and_test_splits_are_disjoint():
 
 
 def test_token_labels():
-    assert tasks.token_labels(torch.tensor([0, 1, 2, 3, 11])) == [
+    assert reversal.token_labels(torch.tensor([0, 1, 2, 3, 11])) == [
         "<pad>",
         "<bos>",
         "a",
@@ -492,7 +562,7 @@ def test_token_labels():
 def trained():
     """One run of train_reversal with the default seed, shared by the tests below."""
     rng_before, threads_before = torch.get_rng_state(), torch.get_num_threads()
-    model, history = tasks.train_reversal()
+    model, history = reversal.train_reversal()
     assert torch.equal(torch.get_rng_state(), rng_before), (
         "train_reversal changed the global RNG state"
     )
@@ -508,7 +578,7 @@ def test_train_reversal_reverses_unseen_sequences(trained):
         history["cpu_seconds"] < 60
     )  # CPU time: other jobs on a shared machine do not inflate it
     assert history["test_accuracy"] >= 0.99
-    src = tasks.reversal_batch(
+    src = reversal.reversal_batch(
         500, 8, torch.Generator().manual_seed(123), split="test"
     )[0]  # never trained on
     pred = model.generate(src, src.size(1))
@@ -519,12 +589,12 @@ def test_a_cross_attention_head_reads_the_mirrored_position(trained):
     """In at least one cross-attention head, >= 90% of output positions attend most to
     input T - 1 - i."""
     model, _ = trained
-    src, tgt_in, _ = tasks.reversal_batch(
+    src, tgt_in, _ = reversal.reversal_batch(
         200, 8, torch.Generator().manual_seed(7), split="test"
     )
     _, attn = model(src, tgt_in, need_weights=True)
     fractions = torch.stack(
-        [tasks.antidiagonal_fraction(w) for w in attn["cross"]]
+        [reversal.antidiagonal_fraction(w) for w in attn["cross"]]
     )  # (layers, heads)
     assert fractions.shape == (2, 4)
     assert fractions.max().item() >= 0.9, fractions
@@ -533,30 +603,30 @@ def test_a_cross_attention_head_reads_the_mirrored_position(trained):
 def test_antidiagonal_fraction_of_a_perfect_mirror():
     T = 5
     mirror = torch.eye(T).flip(1).expand(2, 3, T, T)
-    assert torch.equal(tasks.antidiagonal_fraction(mirror), torch.ones(3))
+    assert torch.equal(reversal.antidiagonal_fraction(mirror), torch.ones(3))
     assert torch.equal(
-        tasks.antidiagonal_fraction(torch.eye(T).expand(1, 1, T, T)),
+        reversal.antidiagonal_fraction(torch.eye(T).expand(1, 1, T, T)),
         torch.tensor([1 / T]),
     )  # centre only
 
 
-def test_tasks_is_the_first_name_of_demos_reversal():
-    assert tl.tasks.train_reversal is tasks.train_reversal
-    assert tl.demos.reversal is tasks
-    for name in tl.tasks.__all__:
-        assert getattr(tl.tasks, name) is getattr(tasks, name)
+def test_the_root_namespace_is_the_core_only():
+    """Demo code, checkers and figures are imported explicitly, never through tl."""
+    for name in ("demos", "tasks", "viz", "exercises"):
+        assert name not in tl.__all__
+    assert set(tl.__all__) <= set(dir(tl))
 
 
 def test_random_reversal_model_is_seeded_and_leaves_the_rng_alone():
     before = torch.get_rng_state()
-    a, b = tasks.random_model(seed=0), tasks.random_model(seed=0)
+    a, b = reversal.random_model(seed=0), reversal.random_model(seed=0)
     assert torch.equal(torch.get_rng_state(), before)
-    assert not a.training and a.cfg == tasks.reversal_config()
+    assert not a.training and a.cfg == reversal.reversal_config()
     torch.manual_seed(0)  # what chapters 11 and 12 wrote out
-    want = tl.Transformer(tasks.reversal_config()).state_dict()
+    want = tl.Transformer(reversal.reversal_config()).state_dict()
     for sd in (a.state_dict(), b.state_dict()):
         assert all(torch.equal(sd[k], want[k]) for k in want)
-    c = tasks.random_model(seed=1)
+    c = reversal.random_model(seed=1)
     assert not torch.equal(c.out_proj.weight, a.out_proj.weight)
 
 

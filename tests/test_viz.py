@@ -164,12 +164,11 @@ def test_the_live_widget_shows_the_figure_before_any_control_moves():
     assert image.value == e.update(temperature=2.0) != e.update()
 
 
-def test_public_names_import_from_viz_and_from_viz_explorer():
+def test_public_names_import_from_viz():
     from transformer_lib import viz
-    from transformer_lib.viz import explorer
 
     for name in ("Explorer", "HoverGrid", "heatmap", "light_colorbar", "show_source"):
-        assert getattr(viz, name) is getattr(explorer, name), name
+        assert callable(getattr(viz, name)), name
     assert not hasattr(viz, "figure") and not hasattr(Explorer, "_render")  # dead code
 
 

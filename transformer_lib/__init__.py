@@ -13,8 +13,11 @@ Dimension legend, used everywhere in the library and the book:
                 d_v per-head width of values (= d_k here)
     d_ff        hidden width of the feed-forward network
 
-The names, the layering of the modules and the old names kept as aliases are in
-ARCHITECTURE.md at the root of the repository.
+The names and the layering of the modules are in ARCHITECTURE.md at the root of the
+repository. The root namespace holds the core, in the book's order: the formulas, the
+heads, the cache, the layers, the models, sampling, flash attention and the
+``transformers`` bridge. Demo code, checkers and figures are imported explicitly:
+``from transformer_lib.demos import reversal``, ``from transformer_lib import viz``.
 
 Everything is batch-first, (B, T, d_model). Masks are bool with True = may attend, the
 convention of ``F.scaled_dot_product_attention``. Plotting and widgets live in
@@ -22,24 +25,29 @@ convention of ``F.scaled_dot_product_attention``. Plotting and widgets live in
 ipywidgets.
 """
 
-from . import demos, tasks  # tasks: the first name of demos.reversal
+from . import parallel  # attention across processes (chapter 18), tl.parallel.*
 from .attention import (
     attention_scores,
     fused_attention,
     scaled_dot_product_attention,
     softmax,
 )
-from .costs import decode_step_macs, generate_macs, kv_cache_nbytes
+from .configs import GPTConfig, TransformerConfig
+from .costs import decode_step_macs, generate_macs, hbm_traffic, kv_cache_nbytes
 from .feed_forward import FeedForward, gelu_tanh, silu
 from .flash import online_softmax, tiled_attention
-from .gpt import GPT, GPTBlock, GPTConfig, causal_lm_loss
+from .generation import decode_loop
+from .gpt import GPT, causal_lm_loss
 from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
-from .kv_cache import KVCache, cached_attention_step
-from .layers import DecoderLayer, EncoderLayer, Residual
+from .hf import hf_to_tl
+from .kv_cache import CacheSlot, KVCache, cached_attention_step
+from .layers import DecoderLayer, EncoderLayer, GPTBlock, Residual
 from .masks import causal_mask, key_padding_to_attend, padding_mask
-from .model import Transformer, TransformerConfig, time_decoding
+from .model import Transformer, time_decoding
 from .norm import LayerNorm, RMSNorm, layer_norm, layer_norm_article, rms_norm
 from .positional import (
+    alibi_bias,
+    alibi_slopes,
     apply_rope,
     rope_angles,
     rope_permutation,
@@ -48,50 +56,64 @@ from .positional import (
 from .sampling import next_token_probs, sample_next, top_k_filter, top_p_filter
 
 __all__ = [
+    # the formulas (chapters 2-8)
     "softmax",
     "attention_scores",
     "scaled_dot_product_attention",
     "fused_attention",
-    "online_softmax",
-    "tiled_attention",
     "causal_mask",
     "padding_mask",
     "key_padding_to_attend",
+    "FeedForward",
+    "gelu_tanh",
+    "silu",
+    "layer_norm",
+    "layer_norm_article",
+    "LayerNorm",
+    "rms_norm",
+    "RMSNorm",
+    "sinusoidal_positional_encoding",
+    "rope_angles",
+    "apply_rope",
+    "rope_permutation",
+    "alibi_slopes",
+    "alibi_bias",
+    # the heads (chapter 5)
     "split_heads",
     "merge_heads",
     "repeat_kv",
     "MultiHeadAttention",
-    "FeedForward",
-    "layer_norm",
-    "layer_norm_article",
-    "LayerNorm",
-    "sinusoidal_positional_encoding",
-    "rope_angles",
-    "apply_rope",
+    # the cache and its costs (chapters 5, 12)
+    "kv_cache_nbytes",
+    "decode_step_macs",
+    "generate_macs",
+    "cached_attention_step",
+    "KVCache",
+    "CacheSlot",
+    # the layers (chapters 9, 10, 14)
     "Residual",
     "EncoderLayer",
     "DecoderLayer",
-    "cached_attention_step",
-    "KVCache",
-    "kv_cache_nbytes",
-    "time_decoding",
+    "GPTBlock",
+    # the models (chapters 11, 12, 14, 16)
     "TransformerConfig",
     "Transformer",
-    "decode_step_macs",
-    "generate_macs",
-    "demos",
-    "tasks",
-    "gelu_tanh",
-    "silu",
-    "rms_norm",
-    "RMSNorm",
-    "rope_permutation",
+    "time_decoding",
+    "GPTConfig",
+    "GPT",
+    "causal_lm_loss",
+    # sampling and the decoding loop (chapters 11, 12, 15)
     "top_k_filter",
     "top_p_filter",
     "next_token_probs",
     "sample_next",
-    "GPTConfig",
-    "GPTBlock",
-    "GPT",
-    "causal_lm_loss",
+    "decode_loop",
+    # flash attention (chapter 13)
+    "online_softmax",
+    "tiled_attention",
+    "hbm_traffic",
+    # the transformers bridge (chapter 16)
+    "hf_to_tl",
+    # attention across processes: ring attention, tensor parallelism
+    "parallel",
 ]

@@ -1,7 +1,9 @@
-"""What a model costs, counted from its sizes alone: the bytes of a KV cache and the
-multiply-adds of greedy decoding (chapters 5 and 12).
+"""What a model costs, counted from its sizes alone: the bytes of a KV cache, the
+multiply-adds of greedy decoding (chapters 5 and 12) and the memory traffic of
+attention (chapter 13).
 
-A leaf of the library: plain arithmetic on sizes, no model is built or imported. The
+Plain arithmetic on sizes: no model is built or imported (the tiles of flash attention
+are counted with :func:`~transformer_lib.flash.attention_tiles`). The
 functions that count a whole model take any object with the sizes of
 :class:`ModelSizes` (a :class:`~transformer_lib.TransformerConfig` has them).
 """
@@ -11,6 +13,8 @@ from __future__ import annotations
 from typing import Protocol
 
 import torch
+
+from .flash import attention_tiles
 
 
 class ModelSizes(Protocol):
@@ -93,6 +97,33 @@ def generate_macs(cfg: ModelSizes, T_src: int, n_new: int, use_cache: bool) -> i
         + cross_kv
         + sum(decode_step_macs(cfg, t, T_src, use_cache) for t in range(1, n_new + 1))
     )
+
+
+def hbm_traffic(
+    T_q: int,
+    T_k: int,
+    d_k: int,
+    d_v: int,
+    block_q: int | None = None,
+    block_k: int | None = None,
+    *,
+    causal: bool = False,
+) -> int:
+    """Numbers moved between main memory (a GPU's HBM) and fast on-chip memory by one
+    head's attention forward pass (eq. io-standard, io-flash).
+
+    ``block_q=None``: the explicit algorithm, which writes S and P out and reads them
+    back, 4 T_q T_k + (T_q + T_k) d_k + T_k d_v + T_q d_v. Otherwise the tiles of
+    :func:`~transformer_lib.tiled_attention`: each query block is read once and its
+    output and
+    log-sum-exp written once, T_q (d_k + d_v + 1), and every tile reads its keys and
+    values, b_k (d_k + d_v); with b_q | T_q and no causal skipping that is
+    T_q (d_k + d_v + 1) + (T_q / b_q) T_k (d_k + d_v).
+    """
+    if block_q is None:
+        return 4 * T_q * T_k + (T_q + T_k) * d_k + T_k * d_v + T_q * d_v
+    tiles = attention_tiles(T_q, T_k, block_q, block_k or block_q, causal=causal)
+    return T_q * (d_k + d_v + 1) + sum((j1 - j0) * (d_k + d_v) for *_, j0, j1 in tiles)
 
 
 def ring_attention_bytes_sent(

@@ -12,11 +12,8 @@ attend to no key gets a zero output, as everywhere in the library.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -147,6 +144,26 @@ def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Si
         ) from None
 
 
+def _check_tiled(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    block_q: int,
+    block_k: int,
+) -> tuple[torch.Size, torch.Tensor | None]:
+    """The checks of the tiled passes: returns the batch shape (...) and the mask
+    expanded to (..., T_q, T_k) (a view: no (T_q, T_k) copy is made)."""
+    batch = _check_inputs(q, k, v)
+    _check_block(block_q, "block_q")
+    _check_block(block_k, "block_k")
+    if mask is not None:
+        shape = batch + (q.size(-2), k.size(-2))
+        check_mask(mask, shape)
+        mask = mask.expand(shape)
+    return batch, mask
+
+
 def causal_kv_end(i1: int, T_q: int, T_k: int) -> int:
     """How many keys the causal mask of eq. causal-mask lets queries 0 .. i1-1 see:
     query i sees keys j <= i + (T_k - T_q), so the last of them sees
@@ -224,13 +241,8 @@ def tiled_attention(
     scores (-inf for a fully masked row): all a backward pass needs to rebuild any tile
     of softmax weights, P = exp(S - L), without storing them.
     """
-    batch = _check_inputs(q, k, v)
-    _check_block(block_q, "block_q")
-    _check_block(block_k, "block_k")
+    batch, mask = _check_tiled(q, k, v, mask, block_q, block_k)
     T_q, T_k, d_k, d_v = q.size(-2), k.size(-2), q.size(-1), v.size(-1)
-    if mask is not None:
-        check_mask(mask, batch + (T_q, T_k))
-        mask = mask.expand(batch + (T_q, T_k))  # a view: no (T_q, T_k) copy is made
     acc = torch.float32 if q.dtype in _LOW_PRECISION else q.dtype
     scale = 1.0 / math.sqrt(d_k)
     out = torch.empty(batch + (T_q, d_v), dtype=acc, device=q.device)
@@ -287,9 +299,7 @@ def tiled_attention_backward(
     forward one, never holds more than one (block_q, block_k) tile per head. Returns
     (dq, dk, dv) shaped and typed like q, k, v.
     """
-    batch = _check_inputs(q, k, v)
-    _check_block(block_q, "block_q")
-    _check_block(block_k, "block_k")
+    batch, mask = _check_tiled(q, k, v, mask, block_q, block_k)
     T_q, T_k, d_k, d_v = q.size(-2), k.size(-2), q.size(-1), v.size(-1)
     want = batch + (T_q, d_v)
     if out.shape != want or grad_out.shape != want or lse.shape != want[:-1]:
@@ -298,9 +308,6 @@ def tiled_attention_backward(
             f"{tuple(want[:-1])}; got out {tuple(out.shape)}, grad_out "
             f"{tuple(grad_out.shape)}, lse {tuple(lse.shape)}"
         )
-    if mask is not None:
-        check_mask(mask, batch + (T_q, T_k))
-        mask = mask.expand(batch + (T_q, T_k))
     acc = torch.float32 if q.dtype in _LOW_PRECISION else q.dtype
     scale = 1.0 / math.sqrt(d_k)
     dq = torch.zeros(batch + (T_q, d_k), dtype=acc, device=q.device)
@@ -409,78 +416,3 @@ def split_kv_attention(
         outs.append(o)
         lses.append(L)
     return merge_attention(outs, lses)[0]
-
-
-# --------------------------------------------------------------------------------------
-# Costs: memory traffic (counted) and peak memory (measured)
-# --------------------------------------------------------------------------------------
-
-
-def hbm_traffic(
-    T_q: int,
-    T_k: int,
-    d_k: int,
-    d_v: int,
-    block_q: int | None = None,
-    block_k: int | None = None,
-    *,
-    causal: bool = False,
-) -> int:
-    """Numbers moved between main memory (a GPU's HBM) and fast on-chip memory by one
-    head's attention forward pass (eq. io-standard, io-flash).
-
-    ``block_q=None``: the explicit algorithm, which writes S and P out and reads them
-    back, 4 T_q T_k + (T_q + T_k) d_k + T_k d_v + T_q d_v. Otherwise the tiles of
-    :func:`tiled_attention`: each query block is read once and its output and
-    log-sum-exp written once, T_q (d_k + d_v + 1), and every tile reads its keys and
-    values, b_k (d_k + d_v); with b_q | T_q and no causal skipping that is
-    T_q (d_k + d_v + 1) + (T_q / b_q) T_k (d_k + d_v).
-    """
-    if block_q is None:
-        return 4 * T_q * T_k + (T_q + T_k) * d_k + T_k * d_v + T_q * d_v
-    tiles = attention_tiles(T_q, T_k, block_q, block_k or block_q, causal=causal)
-    return T_q * (d_k + d_v + 1) + sum((j1 - j0) * (d_k + d_v) for *_, j0, j1 in tiles)
-
-
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Send file descriptor 2 to /dev/null: the profiler's C++ side prints a line at
-    every start and stop, which a notebook would otherwise show under the cell."""
-    sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
-def peak_allocated_bytes(fn: Callable[..., object], *args, **kwargs) -> int:
-    """The largest number of bytes that tensors created while ``fn(*args, **kwargs)``
-    runs hold at one time, outputs included, as PyTorch's CPU allocator reports it.
-
-    Measured, not computed: ``torch.profiler`` with ``profile_memory=True`` records
-    every allocation and free; their running sum, in time order, peaks here. Tensors
-    that exist before the call (the inputs) are not counted.
-    """
-    from torch.profiler import ProfilerActivity, profile
-
-    with (
-        _quiet_stderr(),
-        profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof,
-    ):
-        result = fn(*args, **kwargs)
-    del result
-    # the raw allocator events: (time, +bytes allocated or -bytes freed)
-    events = sorted(
-        (e.start_ns(), e.nbytes())
-        for e in prof.profiler.kineto_results.events()
-        if e.name() == "[memory]"
-    )
-    held = peak = 0
-    for _, nbytes in events:
-        held += nbytes
-        peak = max(peak, held)
-    return peak

@@ -14,258 +14,26 @@ predict token t + 1.
 from __future__ import annotations
 
 import copy
-import functools
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._validate import check_divisible
-from .feed_forward import ACTIVATIONS, FeedForward
-from .heads import MultiHeadAttention
+from .configs import GPTConfig
+from .generation import Generates, Step
 from .hf import hf_to_tl
 from .kv_cache import KVCache
-from .masks import causal_mask
-from .norm import LayerNorm, RMSNorm
+from .layers import GPTBlock, make_norm
 from .positional import (
     ROPE_LAYOUTS,
-    apply_rope,
     rope_permutation,
     sinusoidal_positional_encoding,
 )
-from .sampling import check_sampling_args, sample_next
-
-POSITIONS = ("learned", "sinusoidal", "rope", "none")
-NORMS = ("layernorm", "rmsnorm")
 
 
-@dataclass(kw_only=True)
-class GPTConfig:
-    """Hyperparameters of :class:`GPT`. The defaults are GPT-2's choices; Llama's are
-    ``positions="rope", norm="rmsnorm", activation="silu", gated=True, bias=False,
-    tie_embeddings=False`` (see :meth:`gpt2_small` and :meth:`llama`)."""
-
-    vocab_size: int  # V, number of token ids
-    d_model: int  # width of the residual stream and of the token embeddings
-    n_heads: int  # h, query heads per attention layer; d_k = d_model / h
-    n_layers: int  # N, decoder blocks
-    d_ff: int  # hidden width of every feed-forward network
-    max_len: int  # most positions a sequence may use (rows of a position table)
-    # h_kv, K/V heads (GQA; 1 is MQA); None means n_heads, set in __post_init__
-    n_kv_heads: int | None = None
-    # "learned" (GPT-2), "sinusoidal" (the 2017 paper), "rope" (Llama) or "none"
-    positions: str = "learned"
-    norm: str = "layernorm"  # "layernorm" (GPT-2) or "rmsnorm" (Llama)
-    norm_eps: float = 1e-5  # eps of every norm (GPT-2 1e-5, Llama 1e-6 or 1e-5)
-    # FFN nonlinearity: "gelu_tanh" (GPT-2), "silu" (Llama), "gelu" or "relu"
-    activation: str = "gelu_tanh"
-    gated: bool = False  # True: the gated FFN (eq. glu-ffn), SwiGLU with "silu"
-    bias: bool = True  # biases of the attention and FFN linear maps
-    attn_bias: bool | None = None  # overrides ``bias`` for W_Q, W_K, W_V, W_O
-    ffn_bias: bool | None = None  # overrides ``bias`` for the FFN
-    tie_embeddings: bool = True  # W_out = E^T (GPT-2) or its own matrix (Llama)
-    rope_base: float = 10000.0  # RoPE's base, ``rope_theta`` (Llama 3: 500000)
-    rope_layout: str = "interleaved"  # RoPE pairs: "interleaved" or "half" (Llama's)
-    # dropout on the embeddings, attention weights and sublayer outputs (training)
-    dropout: float = 0.0
-    # std of the weights at initialisation (GPT-2: 0.02, about 1/sqrt(d_model) at
-    # d_model = 768; a narrow model learns faster with a larger one)
-    init_std: float = 0.02
-
-    def __post_init__(self) -> None:
-        if self.n_kv_heads is None:
-            self.n_kv_heads = self.n_heads
-        check_divisible(self.d_model, self.n_heads, self.n_kv_heads)
-        for name in ("vocab_size", "n_layers", "d_ff", "max_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        choices = {
-            "positions": POSITIONS,
-            "norm": NORMS,
-            "activation": tuple(sorted(ACTIVATIONS)),
-            "rope_layout": ROPE_LAYOUTS,
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(
-                    f"{name} must be one of {allowed}, got {getattr(self, name)!r}"
-                )
-        if self.positions == "rope" and self.d_k % 2:
-            raise ValueError(
-                f"RoPE rotates pairs of features, so d_k = d_model / n_heads must be "
-                f"even, got d_k={self.d_k} (d_model={self.d_model}, "
-                f"n_heads={self.n_heads})"
-            )
-        if not self.rope_base > 1.0:
-            raise ValueError(f"rope_base must be > 1, got {self.rope_base}")
-        if not self.norm_eps >= 0.0:
-            raise ValueError(f"norm_eps must be >= 0, got {self.norm_eps}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
-        if not self.init_std > 0.0:
-            raise ValueError(f"init_std must be > 0, got {self.init_std}")
-
-    @property
-    def d_k(self) -> int:
-        """Per-head width d_k = d_model / n_heads."""
-        return self.d_model // self.n_heads
-
-    @property
-    def use_attn_bias(self) -> bool:
-        return self.bias if self.attn_bias is None else self.attn_bias
-
-    @property
-    def use_ffn_bias(self) -> bool:
-        return self.bias if self.ffn_bias is None else self.ffn_bias
-
-    @classmethod
-    def gpt2_small(cls, **overrides) -> GPTConfig:
-        """GPT-2 small ("124M"): V = 50257, d_model = 768, 12 heads, 12 layers,
-        d_ff = 3072, 1024 positions, learned positions, tied embeddings."""
-        kw = dict(
-            vocab_size=50257,
-            d_model=768,
-            n_heads=12,
-            n_layers=12,
-            d_ff=3072,
-            max_len=1024,
-        )
-        return cls(**{**kw, **overrides})
-
-    @classmethod
-    def llama(cls, **overrides) -> GPTConfig:
-        """Llama's choices around sizes you give: RoPE in the half layout, RMSNorm with
-        eps 1e-6, SwiGLU, no biases, untied embeddings. Pass vocab_size, d_model,
-        n_heads, n_layers, d_ff and max_len (and n_kv_heads for GQA)."""
-        kw = dict(
-            positions="rope",
-            rope_layout="half",
-            norm="rmsnorm",
-            norm_eps=1e-6,
-            activation="silu",
-            gated=True,
-            bias=False,
-            tie_embeddings=False,
-        )
-        return cls(**{**kw, **overrides})
-
-    def param_count(self) -> dict[str, int]:
-        """Parameters of :class:`GPT` by part, counted from the formulas
-        (eq. gpt-params); "total" counts a tied matrix once.
-
-        Per block: attention d (h + 2 h_kv) d_k + h d_k d (plus biases), FFN 2 d d_ff
-        (3 d d_ff gated, plus biases), two norms of 2d (LayerNorm) or d (RMSNorm).
-        """
-        d, hd, kvd = self.d_model, self.n_heads * self.d_k, self.n_kv_heads * self.d_k
-        norm = 2 * d if self.norm == "layernorm" else d
-        attn = d * hd + 2 * d * kvd + hd * d
-        if self.use_attn_bias:
-            attn += hd + 2 * kvd + d
-        n_mats = 3 if self.gated else 2
-        ffn = n_mats * d * self.d_ff
-        if self.use_ffn_bias:
-            ffn += (n_mats - 1) * self.d_ff + d
-        parts = {
-            "token_embedding": self.vocab_size * d,
-            "position_embedding": self.max_len * d
-            if self.positions == "learned"
-            else 0,
-            "attention": self.n_layers * attn,
-            "feed_forward": self.n_layers * ffn,
-            "norms": (2 * self.n_layers + 1) * norm,
-            "lm_head": 0 if self.tie_embeddings else self.vocab_size * d,
-        }
-        parts["total"] = sum(parts.values())
-        return parts
-
-
-def _make_norm(cfg: GPTConfig) -> nn.Module:
-    if cfg.norm == "rmsnorm":
-        return RMSNorm(cfg.d_model, cfg.norm_eps)
-    return LayerNorm(cfg.d_model, cfg.norm_eps)
-
-
-# A block's view of its KV-cache slot: takes this step's K, V (B, h_kv, T_new, d_k) and
-# returns everything held so far, (B, h_kv, T_past + T_new, d_k) each.
-KVSlot = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
-
-
-class GPTBlock(nn.Module):
-    """One decoder-only block, Pre-LN   (eq. pre-ln):
-
-    x = x + Attn(Norm_1(x))     causal self-attention, RoPE inside with "rope"
-    x = x + FFN(Norm_2(x))
-    """
-
-    def __init__(self, cfg: GPTConfig) -> None:
-        super().__init__()
-        self.norm1 = _make_norm(cfg)
-        self.attn = MultiHeadAttention(
-            cfg.d_model,
-            cfg.n_heads,
-            cfg.n_kv_heads,
-            bias=cfg.use_attn_bias,
-            dropout=cfg.dropout,
-        )
-        self.norm2 = _make_norm(cfg)
-        self.ffn = FeedForward(
-            cfg.d_model,
-            cfg.d_ff,
-            cfg.activation,
-            cfg.dropout,
-            bias=cfg.use_ffn_bias,
-            gated=cfg.gated,
-        )
-        self.dropout = nn.Dropout(cfg.dropout)  # on each sublayer's output
-        self.rope = cfg.positions == "rope"
-        self.rope_base, self.rope_layout = cfg.rope_base, cfg.rope_layout
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        positions: torch.Tensor,
-        kv_slot: KVSlot | None = None,
-        need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x (B, T, d_model) at ``positions`` (T,) -> (x (B, T, d_model), attention
-        weights (B, h, T, T_k) or None).
-
-        ``kv_slot``: this block's slot of a KV cache; the keys then span the cached
-        positions and these T (T_k = T_past + T), else T_k = T.
-        """
-        a, weights = self.self_attention(
-            self.norm1(x), positions, kv_slot, need_weights
-        )
-        x = x + self.dropout(a)
-        x = x + self.dropout(self.ffn(self.norm2(x)))
-        return x, weights
-
-    def self_attention(
-        self,
-        z: torch.Tensor,
-        positions: torch.Tensor,
-        kv_slot: KVSlot | None = None,
-        need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Causal self-attention of z (B, T, d_model); returns (out (B, T, d_model),
-        weights (B, h, T, T_k) or None)."""
-        q = self.attn.project_q(z)  # (B, h, T, d_k)
-        k, v = self.attn.project_kv(z, z)  # (B, h_kv, T, d_k) each
-        if self.rope:  # (eq. rope), before K joins the cache: it holds rotated keys
-            q = apply_rope(q, positions, self.rope_base, self.rope_layout)
-            k = apply_rope(k, positions, self.rope_base, self.rope_layout)
-        if kv_slot is not None:
-            k, v = kv_slot(k, v)  # (B, h_kv, T_past + T, d_k)   (eq. kv-append)
-        T, T_k = q.size(2), k.size(2)
-        # (T, T_k), end-aligned; one new token may see every key
-        mask = None if T == 1 else causal_mask(T, T_k, device=z.device)
-        return self.attn.attend(q, k, v, mask, need_weights)
-
-
-class GPT(nn.Module):
+class GPT(Generates, nn.Module):
     """A decoder-only Transformer language model: GPT-2 or Llama, by its
     :class:`GPTConfig`.
 
@@ -287,7 +55,7 @@ class GPT(nn.Module):
             self.register_buffer("pe", pe, persistent=False)
         self.dropout = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(GPTBlock(cfg) for _ in range(cfg.n_layers))
-        self.norm_f = _make_norm(cfg)  # Pre-LN leaves the stream un-normalised
+        self.norm_f = make_norm(cfg)  # Pre-LN leaves the stream un-normalised
         self.lm_head = nn.Linear(d, cfg.vocab_size, bias=False)  # W_out
         self.reset_parameters()
         if cfg.tie_embeddings:
@@ -344,7 +112,7 @@ class GPT(nn.Module):
         x = self.dropout(x)
         weights = []
         for i, block in enumerate(self.blocks):
-            slot = None if cache is None else functools.partial(cache.append, i)
+            slot = None if cache is None else cache.slot(i)  # (eq. kv-append)
             x, w = block(x, positions, slot, need_weights)
             weights.append(w)
         return self.norm_f(x), weights
@@ -365,87 +133,29 @@ class GPT(nn.Module):
             p.device,
         )
 
-    # -- generation -------------------------------------------------------------------
-    @torch.no_grad()
-    def generate(
-        self,
-        idx: torch.Tensor,
-        max_new_tokens: int,
-        *,
-        use_cache: bool = True,
-        do_sample: bool = False,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        eos_id: int | None = None,
-        pad_id: int | None = None,
-        generator: torch.Generator | None = None,
-        return_logits: bool = False,
-    ):
-        """Continue the prompts idx (B, T): returns the new tokens
-        (B, max_new_tokens), or ``(tokens, logits (B, max_new_tokens, vocab_size))``
-        with ``return_logits``.
+    # -- generation: generate and generate_steps come from Generates ------------------
+    def decoding_step(
+        self, idx: torch.Tensor, max_new_tokens: int, use_cache: bool
+    ) -> tuple[Step, torch.Tensor]:
+        """The step :class:`~transformer_lib.generation.Generates` decodes with, and
+        the prompt idx (B, T) it starts from.
 
-        Greedy (eq. greedy) unless ``do_sample``, which draws each token with
-        :func:`~transformer_lib.sample_next` (temperature, top_k, top_p, generator).
-        With ``use_cache`` the prompt is prefilled in one pass, then one token per step
-        runs against a preallocated KV cache; without it the whole sequence is rerun at
-        every step. Both give the same tokens. A row that produces ``eos_id`` keeps it
-        and is padded after it with ``pad_id`` (default: ``eos_id``, as
-        ``transformers`` does for a model without a pad token; any integer, -1 too);
-        generation stops early once every row has ended. The train/eval mode is left
-        alone: call ``eval()`` first if the model has dropout.
+        The step maps the tokens so far (B, t) to the next-token logits (B, vocab_size).
+        With ``use_cache`` it feeds only the tokens the cache has not seen (the prompt
+        in one pass, then one token) against a preallocated KV cache; without, it
+        reruns the whole sequence.
         """
         B, T = self._check_generate(idx, max_new_tokens)
-        if do_sample:
-            check_sampling_args(temperature, top_k, top_p)
-        if eos_id is not None and not 0 <= eos_id < self.cfg.vocab_size:
-            raise ValueError(
-                f"eos_id={eos_id} is not a token id in "
-                f"[0, vocab_size={self.cfg.vocab_size})"
-            )
-        pad = eos_id if pad_id is None else pad_id
-        out = idx.new_full((B, max_new_tokens), -1 if pad is None else pad)
-        all_logits = []
-        done = torch.zeros(B, dtype=torch.bool, device=idx.device)
         cache = self.init_cache(B, T + max_new_tokens - 1) if use_cache else None
-        seq, step_in = idx, idx  # the whole sequence; what the cached step feeds
-        for t in range(max_new_tokens):
-            if use_cache:
-                h, _ = self._hidden(step_in, cache, False)  # prefill, then 1 token
+
+        def step(tokens: torch.Tensor) -> torch.Tensor:
+            if cache is None:
+                h, _ = self._hidden(tokens, None, False)  # the whole sequence again
             else:
-                h, _ = self._hidden(seq, None, False)  # the whole sequence again
-            logits = self.lm_head(h[:, -1])  # (B, vocab_size), the last position only
-            if do_sample:
-                nxt = sample_next(
-                    logits,
-                    temperature=temperature,
-                    top_k=top_k,
-                    top_p=top_p,
-                    generator=generator,
-                )
-            else:
-                nxt = logits.argmax(dim=-1)  # (B,)   (eq. greedy)
-            if eos_id is not None:
-                # a row that has ended keeps feeding eos; its output is pad
-                nxt = torch.where(done, eos_id, nxt)
-                out[:, t] = torch.where(done, pad, nxt)
-                done = done | (nxt == eos_id)
-            else:
-                out[:, t] = nxt
-            all_logits.append(logits)
-            if eos_id is not None and bool(done.all()):
-                break  # the rest of out already holds pad
-            step_in = nxt[:, None]  # (B, 1)
-            if not use_cache:
-                seq = torch.cat([seq, step_in], dim=1)  # (B, T + t + 1)
-        if not return_logits:
-            return out
-        V = self.cfg.vocab_size
-        logits = self.tok_emb.weight.new_zeros((B, max_new_tokens, V))
-        if all_logits:
-            logits[:, : len(all_logits)] = torch.stack(all_logits, dim=1)
-        return out, logits
+                h, _ = self._hidden(tokens[:, cache.length :], cache, False)  # new only
+            return self.lm_head(h[:, -1])  # (B, vocab_size), the last position only
+
+        return step, idx
 
     # -- sizes and conversions --------------------------------------------------------
     def num_params(self) -> int:

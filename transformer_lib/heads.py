@@ -191,5 +191,3 @@ class MultiHeadAttention(nn.Module):
         """Bytes of K and V for this layer: 2 * batch * n_kv_heads * T * d_k * bytes
         (eq. kv-memory), that is :func:`~transformer_lib.kv_cache_nbytes` for L = 1."""
         return kv_cache_nbytes(1, batch, self.n_kv_heads, T, self.d_k, dtype)
-
-    kv_cache_bytes = kv_cache_nbytes  # the name chapter 5 first used

@@ -1,18 +1,22 @@
-"""The KV cache (chapter 12): one cached attention step and the per-layer cache of a
-decoder. Its memory formula, :func:`kv_cache_nbytes`, lives in :mod:`.costs`; the
-decoder layer's cached step in :mod:`.layers`."""
+"""The KV cache (chapter 12): one cached attention step, the per-layer cache of a
+decoder, and :class:`CacheSlot`, the one layer's view of it that every block takes.
+
+The cached-step protocol: a model hands block i ``cache.slot(i)``; the block projects
+its new K, V, calls ``slot.append(k_new, v_new)`` (eq. kv-append) and attends over what
+it returns (eq. kv-step). The memory formula, ``kv_cache_nbytes``, lives in
+:mod:`.costs`.
+"""
 
 from __future__ import annotations
 
 import torch
 
 from .attention import scaled_dot_product_attention
-from .costs import kv_cache_nbytes
 from .heads import repeat_kv
 from .masks import causal_mask
 from .positional import apply_rope
 
-__all__ = ["KVCache", "cached_attention_step", "kv_cache_nbytes"]
+__all__ = ["CacheSlot", "KVCache", "cached_attention_step"]
 
 
 def cached_attention_step(
@@ -133,6 +137,12 @@ class KVCache:
         T = self._len[layer]
         return self._k[layer][:, :, :T], self._v[layer][:, :, :T]
 
+    def slot(self, layer: int) -> CacheSlot:
+        """Layer ``layer``'s view of the cache, what its block is handed."""
+        if not 0 <= layer < self.n_layers:
+            raise ValueError(f"layer must lie in [0, {self.n_layers}), got {layer}")
+        return CacheSlot(self, layer)
+
     def set_cross(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
         """Store the cross-attention K, V (B, h_kv, T_src, d_k) of the encoder output,
         computed once."""
@@ -160,3 +170,37 @@ class KVCache:
             for t in self.cross_k + self.cross_v
             if t is not None
         )
+
+
+class CacheSlot:
+    """One layer's part of a :class:`KVCache`: ``append`` its new self-attention K, V
+    (eq. kv-append) and read the encoder output's cross-attention K, V."""
+
+    def __init__(self, cache: KVCache, layer: int) -> None:
+        self.cache, self.layer = cache, layer
+
+    @property
+    def length(self) -> int:
+        """Positions this layer holds so far (T_past)."""
+        return self.cache._len[self.layer]
+
+    def append(
+        self, k_new: torch.Tensor, v_new: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """K <- [K; k_new], V <- [V; v_new]   (eq. kv-append); returns K, V, each
+        (B, h_kv, T_past + T_new, d_k)."""
+        return self.cache.append(self.layer, k_new, v_new)
+
+    def cross_kv(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The encoder output's cross-attention K, V, (B, h_kv, T_src, d_k) each."""
+        k, v = self.cache.cross_k[self.layer], self.cache.cross_v[self.layer]
+        if k is None:
+            raise ValueError(
+                f"layer {self.layer} of the cache holds no cross-attention K, V: "
+                "make the cache with Transformer.init_cache(memory)"
+            )
+        return k, v
+
+    def set_cross(self, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Store the cross-attention K, V (B, h_kv, T_src, d_k), computed once."""
+        self.cache.set_cross(self.layer, k, v)

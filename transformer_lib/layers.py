@@ -1,12 +1,14 @@
-"""The encoder layer and the decoder layer (chapters 9 and 10), and the decoder layer's
-cached step (chapter 12).
+"""The encoder layer and the decoder layer (chapters 9 and 10), and the decoder-only
+block (chapters 14 and 16).
 
 Post-LN (the articles' form, default):  x = LayerNorm(x + Sublayer(x)).
 Pre-LN (``norm_first=True``):           x = x + Sublayer(LayerNorm(x)).
 
 Each sublayer sits in a :class:`Residual`, the one place that wiring is written. Pass a
 dict as ``trace=`` to a layer's ``forward`` and it fills it with the chapter's named
-intermediates (X_pos, Z_attn, Z_add_norm_1, ...).
+intermediates (X_pos, Z_attn, Z_add_norm_1, ...). With a KV cache, the decoder layer
+and the block take their ``cache`` slot (:class:`~transformer_lib.kv_cache.CacheSlot`),
+append their new K and V to it and attend over all it holds (chapter 12).
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .configs import GPTConfig
 from .feed_forward import FeedForward
 from .heads import MultiHeadAttention
-from .kv_cache import KVCache
-from .norm import LayerNorm
+from .kv_cache import CacheSlot
+from .masks import causal_mask
+from .norm import LayerNorm, RMSNorm
+from .positional import apply_rope
 
 Trace = dict[str, torch.Tensor]  # intermediate name -> tensor
 
@@ -60,50 +65,10 @@ class Residual(nn.Module):
         return out
 
 
-_Residual = Residual  # the class's first, private name
-
-
-class _NamedSublayers(nn.Module):
-    """Old names of the sublayers: ``sub1``, ``sub2``, ``sub3`` are read-only aliases
-    of the named blocks, and a state_dict saved with the old keys still loads."""
-
-    _OLD_NAMES: dict[str, str] = {}  # old attribute -> new attribute
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        for old, new in cls._OLD_NAMES.items():
-            alias = property(
-                lambda self, new=new: getattr(self, new),
-                doc=f"Old name of ``{new}`` (read-only).",
-            )
-            setattr(cls, old, alias)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.register_load_state_dict_pre_hook(_rename_old_keys)
-
-    def __setattr__(self, name: str, value) -> None:
-        if name in self._OLD_NAMES:
-            raise AttributeError(
-                f"{name} is a read-only alias: set {self._OLD_NAMES[name]} instead"
-            )
-        super().__setattr__(name, value)
-
-
-def _rename_old_keys(module, state_dict, prefix, *_) -> None:
-    for key in list(state_dict):
-        for old, new in module._OLD_NAMES.items():
-            if key.startswith(f"{prefix}{old}."):
-                renamed = f"{prefix}{new}.{key[len(prefix) + len(old) + 1 :]}"
-                state_dict[renamed] = state_dict.pop(key)
-
-
-class EncoderLayer(_NamedSublayers):
+class EncoderLayer(nn.Module):
     """Z_attn = MultiHead(X_pos); Z_add_norm_1 = LN(X_pos + Z_attn);
     Z_ffn = FFN(Z_add_norm_1); Z_encoder_output = LN(Z_add_norm_1 + Z_ffn)
     (eq. enc-attn ... enc-out), Post-LN by default."""
-
-    _OLD_NAMES = {"sub1": "self_attn_block", "sub2": "ffn_block"}
 
     def __init__(
         self,
@@ -165,18 +130,12 @@ class EncoderLayer(_NamedSublayers):
         )
 
 
-class DecoderLayer(_NamedSublayers):
+class DecoderLayer(nn.Module):
     """Z_masked_attn = MaskedMultiHead(Y_pos); Z_add_norm_2 = LN(Y_pos + Z_masked_attn);
     Z_cross_attn = MultiHead(Q = Z_add_norm_2, K = V = Z_encoder_output);
     Z_add_norm_3 = LN(Z_add_norm_2 + Z_cross_attn); Z_ffn_decoder = FFN(Z_add_norm_3);
     Z_decoder_output = LN(Z_add_norm_3 + Z_ffn_decoder)
     (eq. dec-masked-attn ... dec-out)."""
-
-    _OLD_NAMES = {
-        "sub1": "self_attn_block",
-        "sub2": "cross_attn_block",
-        "sub3": "ffn_block",
-    }
 
     def __init__(
         self,
@@ -205,11 +164,12 @@ class DecoderLayer(_NamedSublayers):
     def forward(
         self,
         y: torch.Tensor,
-        memory: torch.Tensor,
+        memory: torch.Tensor | None,
         self_mask: torch.Tensor | None = None,
         cross_mask: torch.Tensor | None = None,
         need_weights: bool = False,
         *,
+        cache: CacheSlot | None = None,
         trace: Trace | None = None,
     ):
         """y: (B, T_tgt, d_model); memory: the encoder output (B, T_src, d_model).
@@ -223,84 +183,55 @@ class DecoderLayer(_NamedSublayers):
         "Z_ffn_decoder", "Z_decoder_output" (in Pre-LN the "add_norm" entries are the
         plain sums), "self_weights" (B, h, T_tgt, T_tgt) and "cross_weights"
         (B, h, T_tgt, T_src).
+
+        With this layer's ``cache`` slot (eq. kv-append, kv-step), y holds only the
+        T_new newest positions: their K, V join the cache and the queries attend over
+        all T_past + T_new keys (``self_mask`` (T_new, T_past + T_new), an end-aligned
+        :func:`causal_mask`, is needed only when T_new > 1); the cross-attention reads
+        the memory's K, V from the cache (:meth:`cache_memory_kv`), so memory may be
+        None.
         """
         seen = {} if trace is None else trace  # the inputs and the weights go here
         keep = need_weights or trace is not None
 
         def masked_attention(z: torch.Tensor) -> torch.Tensor:
-            out, seen["self_weights"] = self.self_attn(
-                z, z, z, self_mask, need_weights=keep
-            )
-            return out
-
-        def cross_attention(z: torch.Tensor) -> torch.Tensor:
-            out, seen["cross_weights"] = self.cross_attn(
-                z, memory, memory, cross_mask, need_weights=keep
-            )
-            return out
-
-        seen.update(Y_pos=y, Z_encoder_output=memory)
-        y = self._sublayers(y, masked_attention, cross_attention, trace)
-        return (y, seen["self_weights"], seen["cross_weights"]) if need_weights else y
-
-    def _sublayers(self, y, masked_attention, cross_attention, trace) -> torch.Tensor:
-        """The three residual sublayers in order, for :meth:`forward` and
-        :meth:`decode_step` alike (eq. dec-masked-attn ... dec-out)."""
-        names = ("Z_masked_attn", "Z_add_norm_2")
-        y = self.self_attn_block(y, masked_attention, trace, names)
-        names = ("Z_cross_attn", "Z_add_norm_3")
-        y = self.cross_attn_block(y, cross_attention, trace, names)
-        return self.ffn_block(y, self.ffn, trace, ("Z_ffn_decoder", "Z_decoder_output"))
-
-    def decode_step(
-        self,
-        y: torch.Tensor,
-        cache: KVCache,
-        index: int,
-        self_mask: torch.Tensor | None = None,
-        *,
-        trace: Trace | None = None,
-    ) -> torch.Tensor:
-        """The layer for T_new new positions with a KV cache (eq. kv-append, kv-step):
-        y (B, T_new, d_model) -> (B, T_new, d_model).
-
-        ``index`` is this layer's slot in ``cache``. The new K, V are appended there and
-        the queries attend over every cached position; ``self_mask``
-        (T_new, T_past + T_new) is needed only when T_new > 1 (an end-aligned
-        :func:`causal_mask`).
-        The cross-attention reads the memory's K, V from the cache
-        (:meth:`cache_memory_kv`) with ``cache.cross_mask``. Same wiring as
-        :meth:`forward`; a ``trace`` gets the same names except "Z_encoder_output".
-        """
-        seen = {} if trace is None else trace
-        keep = trace is not None
-
-        def masked_attention(z: torch.Tensor) -> torch.Tensor:
-            q = self.self_attn.project_q(z)  # (B, h, T_new, d_k)
-            k_new, v_new = self.self_attn.project_kv(z, z)  # (B, h_kv, T_new, d_k)
-            # (B, h_kv, T_past + T_new, d_k) each   (eq. kv-append)
-            k, v = cache.append(index, k_new, v_new)
+            q = self.self_attn.project_q(z)  # (B, h, T, d_k)
+            k, v = self.self_attn.project_kv(z, z)  # (B, h_kv, T, d_k) each
+            if cache is not None:
+                k, v = cache.append(k, v)  # (B, h_kv, T_past + T, d_k) each
             out, seen["self_weights"] = self.self_attn.attend(
                 q, k, v, self_mask, need_weights=keep
             )
             return out
 
         def cross_attention(z: torch.Tensor) -> torch.Tensor:
-            q = self.cross_attn.project_q(z)  # (B, h, T_new, d_k)
-            k, v = cache.cross_k[index], cache.cross_v[index]  # (B, h_kv, T_src, d_k)
+            q = self.cross_attn.project_q(z)  # (B, h, T_tgt, d_k)
+            if cache is None:
+                # (B, h_kv, T_src, d_k) each
+                k, v = self.cross_attn.project_kv(memory, memory)
+            else:
+                k, v = cache.cross_kv()  # computed once, (B, h_kv, T_src, d_k)
             out, seen["cross_weights"] = self.cross_attn.attend(
-                q, k, v, cache.cross_mask, need_weights=keep
+                q, k, v, cross_mask, need_weights=keep
             )
             return out
 
         seen["Y_pos"] = y
-        return self._sublayers(y, masked_attention, cross_attention, trace)
+        if memory is not None:
+            seen["Z_encoder_output"] = memory
+        names = ("Z_masked_attn", "Z_add_norm_2")
+        y = self.self_attn_block(y, masked_attention, trace, names)
+        names = ("Z_cross_attn", "Z_add_norm_3")
+        y = self.cross_attn_block(y, cross_attention, trace, names)
+        names = ("Z_ffn_decoder", "Z_decoder_output")
+        y = self.ffn_block(y, self.ffn, trace, names)
+        return (y, seen["self_weights"], seen["cross_weights"]) if need_weights else y
 
-    def cache_memory_kv(self, memory: torch.Tensor, cache: KVCache, index: int) -> None:
+    def cache_memory_kv(self, memory: torch.Tensor, cache: CacheSlot) -> None:
         """Compute the cross-attention K, V of the encoder output once and store them
-        in slot ``index`` of ``cache``: (B, T_src, d_model) -> (B, h_kv, T_src, d_k)
+        in this layer's ``cache`` slot: (B, T_src, d_model) -> (B, h_kv, T_src, d_k)
         each."""
-        cache.set_cross(index, *self.cross_attn.project_kv(memory, memory))
+        cache.set_cross(*self.cross_attn.project_kv(memory, memory))
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
@@ -316,6 +247,82 @@ class DecoderLayer(_NamedSublayers):
                 "ffn_block": "norm3",
             },
         )
+
+
+def make_norm(cfg: GPTConfig) -> nn.Module:
+    if cfg.norm == "rmsnorm":
+        return RMSNorm(cfg.d_model, cfg.norm_eps)
+    return LayerNorm(cfg.d_model, cfg.norm_eps)
+
+
+class GPTBlock(nn.Module):
+    """One decoder-only block, Pre-LN   (eq. pre-ln):
+
+    x = x + Attn(Norm_1(x))     causal self-attention, RoPE inside with "rope"
+    x = x + FFN(Norm_2(x))
+    """
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.norm1 = make_norm(cfg)
+        self.attn = MultiHeadAttention(
+            cfg.d_model,
+            cfg.n_heads,
+            cfg.n_kv_heads,
+            bias=cfg.use_attn_bias,
+            dropout=cfg.dropout,
+        )
+        self.norm2 = make_norm(cfg)
+        self.ffn = FeedForward(
+            cfg.d_model,
+            cfg.d_ff,
+            cfg.activation,
+            cfg.dropout,
+            bias=cfg.use_ffn_bias,
+            gated=cfg.gated,
+        )
+        self.dropout = nn.Dropout(cfg.dropout)  # on each sublayer's output
+        self.rope = cfg.positions == "rope"
+        self.rope_base, self.rope_layout = cfg.rope_base, cfg.rope_layout
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cache: CacheSlot | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x (B, T, d_model) at ``positions`` (T,) -> (x (B, T, d_model), attention
+        weights (B, h, T, T_k) or None).
+
+        ``cache``: this block's slot of a KV cache; the keys then span the cached
+        positions and these T (T_k = T_past + T), else T_k = T.
+        """
+        a, weights = self.self_attention(self.norm1(x), positions, cache, need_weights)
+        x = x + self.dropout(a)
+        x = x + self.dropout(self.ffn(self.norm2(x)))
+        return x, weights
+
+    def self_attention(
+        self,
+        z: torch.Tensor,
+        positions: torch.Tensor,
+        cache: CacheSlot | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Causal self-attention of z (B, T, d_model); returns (out (B, T, d_model),
+        weights (B, h, T, T_k) or None)."""
+        q = self.attn.project_q(z)  # (B, h, T, d_k)
+        k, v = self.attn.project_kv(z, z)  # (B, h_kv, T, d_k) each
+        if self.rope:  # (eq. rope), before K joins the cache: it holds rotated keys
+            q = apply_rope(q, positions, self.rope_base, self.rope_layout)
+            k = apply_rope(k, positions, self.rope_base, self.rope_layout)
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, h_kv, T_past + T, d_k)   (eq. kv-append)
+        T, T_k = q.size(2), k.size(2)
+        # (T, T_k), end-aligned; one new token may see every key
+        mask = None if T == 1 else causal_mask(T, T_k, device=z.device)
+        return self.attn.attend(q, k, v, mask, need_weights)
 
 
 def _activation_name(layer: nn.Module) -> str:

@@ -14,94 +14,27 @@ formulas :func:`decode_step_macs` and :func:`generate_macs` live in :mod:`.costs
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 
-from ._validate import check_divisible
-from .costs import decode_step_macs, generate_macs
-from .feed_forward import ACTIVATIONS
+from .configs import TransformerConfig
+from .generation import Generates, Step
 from .kv_cache import KVCache
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask
+from .measure import Stopwatch
 from .norm import LayerNorm
 from .positional import sinusoidal_positional_encoding
 
 __all__ = [
     "Transformer",
     "TransformerConfig",
-    "decode_step_macs",
-    "generate_macs",
     "time_decoding",
 ]
 
 
-@dataclass(kw_only=True)
-class TransformerConfig:
-    """Hyperparameters of :class:`Transformer` (the paper's base model: d_model=512,
-    n_heads=8, n_layers=6, d_ff=2048)."""
-
-    vocab_size: int  # number of token ids, the special ids (pad, bos) included
-    d_model: int  # width of the residual stream and of every embedding
-    n_heads: int  # attention heads h in every attention sublayer; d_k = d_model / h
-    # K/V heads h_kv for GQA (1: MQA). None means n_heads (plain multi-head) and is
-    # replaced by that number when the config is made.
-    n_kv_heads: int | None = None
-    n_layers: int  # N: encoder layers, and as many decoder layers
-    d_ff: int  # hidden width of every feed-forward network (usually 4 * d_model)
-    # longest source or target sequence: rows of the positional-encoding table
-    max_len: int
-    # False: Post-LN, the paper's; True: Pre-LN, plus a final LayerNorm per stack
-    norm_first: bool = False
-    activation: str = "relu"  # FFN nonlinearity, "relu" or "gelu"
-    bos_id: int = 1  # the token every decoder input starts with
-    pad_id: int = 0  # the padding token
-    # dropout on embeddings, attention weights and sublayer outputs (training only)
-    dropout: float = 0.0
-
-    def __post_init__(self) -> None:
-        check_divisible(self.d_model, self.n_heads, self.n_kv_heads)
-        if self.n_kv_heads is None:
-            self.n_kv_heads = self.n_heads
-        for name in ("vocab_size", "n_layers", "d_ff", "max_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("bos_id", "pad_id"):
-            if not 0 <= getattr(self, name) < self.vocab_size:
-                raise ValueError(
-                    f"{name}={getattr(self, name)} is not a token id in "
-                    f"[0, vocab_size={self.vocab_size})"
-                )
-        if self.bos_id == self.pad_id:
-            raise ValueError(f"bos_id and pad_id must differ, both are {self.bos_id}")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(
-                f"activation must be one of {sorted(ACTIVATIONS)}, "
-                f"got {self.activation!r}"
-            )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
-
-    @property
-    def d_k(self) -> int:
-        """d_k = d_model / h, the width of one head's queries, keys and values."""
-        return self.d_model // self.n_heads
-
-    @property
-    def d_head(self) -> int:
-        """Old name of :attr:`d_k`."""
-        return self.d_k
-
-    @property
-    def kv_heads(self) -> int:
-        """Old name of :attr:`n_kv_heads`."""
-        return self.n_kv_heads
-
-
-class Transformer(nn.Module):
+class Transformer(Generates, nn.Module):
     """The encoder-decoder of "Attention Is All You Need": token embeddings scaled by
     sqrt(d_model), sinusoidal positions, N encoder layers, N decoder layers and the
     output projection.
@@ -215,17 +148,14 @@ class Transformer(nn.Module):
         src_mask: torch.Tensor | None = None,
         tgt_mask: torch.Tensor | None = None,
         need_weights: bool = False,
-        *,
-        return_attention: bool = False,
     ):
         """Teacher forcing: src (B, T_src), tgt (B, T_tgt)
         -> logits (B, T_tgt, vocab_size)   (eq. toy-logits).
 
         With ``need_weights`` returns ``(logits, attn)``, attn = {"encoder": [...],
         "decoder_self": [...], "cross": [...]}, one (B, h, T_q, T_k) tensor per layer.
-        ``return_attention`` is the old name of ``need_weights``.
         """
-        if not (need_weights or return_attention):
+        if not need_weights:
             return self.out_proj(
                 self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)
             )
@@ -262,7 +192,7 @@ class Transformer(nn.Module):
             memory.device,
         )
         for i, layer in enumerate(self.decoder_layers):
-            layer.cache_memory_kv(memory, cache, i)  # (B, h_kv, T_src, d_k) K and V
+            layer.cache_memory_kv(memory, cache.slot(i))  # (B, h_kv, T_src, d_k) K, V
         cache.cross_mask = src_mask
         return cache
 
@@ -284,105 +214,45 @@ class Transformer(nn.Module):
             else causal_mask(T_new, T_past + T_new, device=tokens.device)
         )
         for i, layer in enumerate(self.decoder_layers):
-            y = layer.decode_step(y, cache, i, self_mask)  # slot i of the cache
+            y = layer(y, None, self_mask, cache.cross_mask, cache=cache.slot(i))
         return self.out_proj(self.decoder_norm(y))  # (B, T_new, vocab_size)
 
-    # -- greedy decoding --------------------------------------------------------------
-    @torch.no_grad()
-    def generate_steps(
+    # -- decoding: generate and generate_steps come from Generates --------------------
+    def decoding_step(
         self,
         src: torch.Tensor,
         max_new_tokens: int,
-        use_cache: bool = True,
+        use_cache: bool,
         src_mask: torch.Tensor | None = None,
-        eos_id: int | None = None,
-    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """Greedy decoding, one step at a time: yields (next token (B,), its logits
-        (B, vocab_size)).
+    ) -> tuple[Step, torch.Tensor]:
+        """The step :class:`~transformer_lib.generation.Generates` decodes with, and
+        the BOS column (B, 1) it starts from.
 
-        Both paths run the encoder once. ``use_cache=False`` then recomputes the decoder
-        over the whole prefix at every step; ``use_cache=True`` feeds only the newest
-        token (:meth:`decode_step`). With ``eos_id``, a row that has produced it yields
-        ``pad_id`` and all-zero logits from the next step on, and the steps stop once
-        every row has ended.
+        Both paths run the encoder once. The step maps the target tokens so far (B, t)
+        to the next-token logits (B, vocab_size): ``use_cache=False`` recomputes the
+        decoder over the whole prefix; ``use_cache=True`` feeds only the newest token
+        (:meth:`decode_step`).
         """
-        self._check_generate(src, max_new_tokens, eos_id)
+        self._check_generate(src, max_new_tokens)
         memory = self.encode(src, src_mask)  # (B, T_src, d_model), once
-        # (B, 1)
-        tokens = torch.full(
-            (src.size(0), 1), self.cfg.bos_id, dtype=torch.long, device=src.device
-        )
         cache = (
             self.init_cache(memory, src_mask, capacity=max_new_tokens)
             if use_cache
             else None
         )
-        ended = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)  # (B,)
-        for _ in range(max_new_tokens):
-            if use_cache:
-                # only the newest token: (B, vocab)
-                logits = self.decode_step(tokens[:, -1:], cache)[:, -1]
-            else:
-                # the whole prefix again: (B, t, d_model)
-                h = self.decode(tokens, memory, src_mask)
-                # project only the last position: (B, vocab)
-                logits = self.out_proj(h[:, -1])
-            next_token = logits.argmax(dim=-1)  # (B,)   (eq. greedy)
-            if eos_id is not None:
-                # rows that ended at an earlier step: padding, and nothing predicted
-                next_token = next_token.masked_fill(ended, self.cfg.pad_id)
-                logits = logits.masked_fill(ended[:, None], 0.0)
-                ended = ended | (next_token == eos_id)
-            yield next_token, logits
-            if eos_id is not None and bool(ended.all()):
-                return
-            tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, t + 1)
 
-    @torch.no_grad()
-    def generate(
-        self,
-        src: torch.Tensor,
-        max_new_tokens: int,
-        use_cache: bool = True,
-        src_mask: torch.Tensor | None = None,
-        return_logits: bool = False,
-        eos_id: int | None = None,
-    ):
-        """Greedy decoding from BOS: returns the new tokens (B, max_new_tokens), BOS not
-        included, or ``(tokens, logits (B, max_new_tokens, vocab_size))`` with
-        ``return_logits``.
+        def step(tokens: torch.Tensor) -> torch.Tensor:
+            if cache is None:
+                h = self.decode(tokens, memory, src_mask)  # the whole prefix again
+                return self.out_proj(h[:, -1])  # only the last position: (B, vocab)
+            # only the tokens the cache has not seen (the newest): (B, vocab)
+            return self.decode_step(tokens[:, cache.length :], cache)[:, -1]
 
-        ``eos_id`` ends each row at its own end-of-sequence token: the token is kept,
-        the positions after it are ``pad_id`` (their logits zero), and rows that never
-        produce it are decoded as without ``eos_id``. Decoding stops as soon as every
-        row has ended; the result still has ``max_new_tokens`` columns, padded, so it
-        is the same as if decoding had gone on. The model's train/eval mode is left
-        alone: call ``model.eval()`` first if it has dropout.
-        """
-        steps = list(
-            self.generate_steps(src, max_new_tokens, use_cache, src_mask, eos_id)
+        # (B, 1)
+        bos = torch.full(
+            (src.size(0), 1), self.cfg.bos_id, dtype=torch.long, device=src.device
         )
-        B, V, n = src.size(0), self.cfg.vocab_size, max_new_tokens - len(steps)
-        # (B, max_new_tokens); the steps skipped once every row had ended are padding
-        tokens = torch.cat(
-            [
-                src.new_zeros((B, 0), dtype=torch.long),
-                *(t[:, None] for t, _ in steps),
-                src.new_full((B, n), self.cfg.pad_id, dtype=torch.long),
-            ],
-            dim=1,
-        )
-        if not return_logits:
-            return tokens
-        logits = torch.cat(  # (B, max_new_tokens, vocab_size)
-            [
-                self.pe.new_zeros((B, 0, V)),
-                *(lg[:, None] for _, lg in steps),
-                self.pe.new_zeros((B, n, V)),
-            ],
-            dim=1,
-        )
-        return tokens, logits
+        return step, bos
 
     # -- PyTorch ----------------------------------------------------------------------
     def load_torch_layers(self, tt: nn.Transformer) -> Transformer:
@@ -428,14 +298,7 @@ class Transformer(nn.Module):
                 "(rows of the positional table)"
             )
 
-    def _check_generate(
-        self, src: torch.Tensor, max_new_tokens: int, eos_id: int | None = None
-    ) -> None:
-        if eos_id is not None and not 0 <= eos_id < self.cfg.vocab_size:
-            raise ValueError(
-                f"eos_id={eos_id} is not a token id in "
-                f"[0, vocab_size={self.cfg.vocab_size})"
-            )
+    def _check_generate(self, src: torch.Tensor, max_new_tokens: int) -> None:
         if src.dim() != 2:
             raise ValueError(f"src must have shape (B, T_src), got {tuple(src.shape)}")
         if max_new_tokens < 0:
@@ -463,11 +326,9 @@ def time_decoding(
     spent waiting for a core; CPU time counts only the work done. Step 1 also pays for
     the encoder (and, with the cache, the memory's cross-attention K/V).
     """
-    wall, cpu = [], []
-    w0, c0 = time.perf_counter(), time.process_time()
+    wall, cpu, clock = [], [], Stopwatch()
     for _ in model.generate_steps(src, max_new_tokens, use_cache=use_cache):
-        w1, c1 = time.perf_counter(), time.process_time()
-        wall.append(w1 - w0)
-        cpu.append(c1 - c0)
-        w0, c0 = w1, c1
+        w, c = clock.lap()  # seconds of this step
+        wall.append(w)
+        cpu.append(c)
     return {"wall": wall, "cpu": cpu}

@@ -1,4 +1,5 @@
-"""Positional encodings: sinusoidal (absolute) and rotary (relative) (chapter 8)."""
+"""Positional encodings: sinusoidal (absolute) and rotary (relative) (chapter 8), and
+ALiBi's attention bias (chapter 17)."""
 
 from __future__ import annotations
 
@@ -100,3 +101,23 @@ def rope_permutation(d: int) -> torch.Tensor:
             f"RoPE rotates pairs of features, so d must be even, got d={d}"
         )
     return torch.cat((torch.arange(0, d, 2), torch.arange(1, d, 2)))
+
+
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """ALiBi's head slopes m_h = 2^(-8h/H) for h = 1 .. H (H a power of two, as in the
+    ALiBi paper), float64 (H,)."""
+    h = torch.arange(1, n_heads + 1, dtype=torch.float64)
+    return 2.0 ** (-8.0 * h / n_heads)
+
+
+def alibi_bias(n_heads: int, T: int) -> torch.Tensor:
+    """ALiBi (chapter 17): b_h(i, j) = -m_h (i - j) for key j <= query i, -inf for
+    j > i (causal); (H, T, T), float32.
+
+    Added to the scores before the softmax, in place of any position vector.
+    """
+    i = torch.arange(T)[:, None]  # (T, 1) query positions
+    j = torch.arange(T)[None, :]  # (1, T) key positions
+    dist = (i - j).to(torch.float64)  # (T, T)
+    bias = -alibi_slopes(n_heads)[:, None, None] * dist  # (H, T, T)
+    return bias.masked_fill(j > i, float("-inf")).float()

@@ -14,8 +14,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from ..costs import ring_attention_bytes_sent, tensor_parallel_bytes_sent
-from ..flash import peak_allocated_bytes
 from ..gpt import GPT, GPTConfig
+from ..measure import peak_allocated_bytes
 from ..parallel import count_bytes_sent, ring_attention, shard_gpt
 
 

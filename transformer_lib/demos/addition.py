@@ -16,11 +16,11 @@ in ten to a held-out "test" split that training never samples.
 
 from __future__ import annotations
 
-import time
-
 import torch
 
-from ..gpt import GPT, GPTConfig
+from ..configs import GPTConfig
+from ..gpt import GPT
+from ..measure import Stopwatch
 from .lm import train_lm
 
 PLUS_ID, EQUALS_ID = 10, 11
@@ -207,8 +207,8 @@ def train_addition(
     a, b = sample_problems(
         n_eval, n_digits, torch.Generator().manual_seed(10_000 + seed), "test"
     )
-    start = time.perf_counter()
-    history["test_accuracy"] = addition_accuracy(model, a, b, n_digits)
-    history["eval_seconds"] = time.perf_counter() - start
+    with Stopwatch() as clock:
+        history["test_accuracy"] = addition_accuracy(model, a, b, n_digits)
+    history["eval_seconds"] = clock.wall
     history["test_problems"] = (a, b)
     return model, history

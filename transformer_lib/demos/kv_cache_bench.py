@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from ..model import Transformer, TransformerConfig
+from ..configs import TransformerConfig
+from ..model import Transformer
 
 BENCH_CONFIG = dict(
     vocab_size=1000, d_model=128, n_heads=4, n_layers=2, d_ff=512, max_len=512

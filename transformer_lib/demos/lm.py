@@ -8,39 +8,15 @@ position t predicts token t + 1, averaged over the targets.
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable
-from contextlib import contextmanager
 
 import torch
 
-from ..gpt import GPT, GPTConfig, causal_lm_loss
+from ..configs import GPTConfig
+from ..gpt import GPT, causal_lm_loss
+from .training import make_optimizer, train, warmup_cosine
 
 BatchFn = Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
-
-
-def warmup_cosine(step: int, steps: int, lr: float, warmup: int) -> float:
-    """The learning rate at ``step``: a linear rise over ``warmup`` steps to ``lr``,
-    then a cosine decay to lr / 10 at the last step."""
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    progress = (step - warmup) / max(1, steps - warmup)
-    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
-
-
-def make_optimizer(
-    model: torch.nn.Module, lr: float, weight_decay: float
-) -> torch.optim.AdamW:
-    """AdamW with weight decay on the matrices only (not on biases, norms' gains or
-    1-D parameters), betas (0.9, 0.98)."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    rest = [p for p in model.parameters() if p.dim() < 2]
-    groups = [
-        {"params": decay, "weight_decay": weight_decay},
-        {"params": rest, "weight_decay": 0.0},
-    ]
-    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98))
 
 
 def train_lm(
@@ -60,19 +36,16 @@ def train_lm(
     callback_every: int = 0,
 ) -> tuple[GPT, dict]:
     """Train ``model`` (a :class:`GPT`, trained in place, or a :class:`GPTConfig` to
-    build one from ``seed``) with AdamW on :func:`causal_lm_loss`.
+    build one from ``seed``) with AdamW on :func:`causal_lm_loss`, in the demos' one
+    loop, :func:`~transformer_lib.demos.training.train`.
 
-    The learning rate follows :func:`warmup_cosine`; gradients are clipped to norm
-    ``grad_clip``. ``max_seconds`` stops early after that much wall-clock time.
-    ``callback(step, model)`` runs every ``callback_every`` steps (for an evaluation;
-    its time is excluded from "seconds").
+    The learning rate follows :func:`~transformer_lib.demos.training.warmup_cosine`
+    (down to lr / 10); gradients are clipped to norm ``grad_clip``; ``max_seconds``,
+    ``callback``, ``callback_every`` and ``num_threads`` are ``train``'s.
 
-    Returns the model, in eval mode, and a history: per step "loss" and "lr";
-    "steps" run, "seconds" and "cpu_seconds" of training (wall-clock, and CPU time of
-    this process). Seeded: the same seed gives the same model; the global RNG is left
-    as it was. ``num_threads``: torch threads while training (restored afterwards):
-    one is fastest for small models, and on a busy machine two threads can wait on
-    each other for many times longer; None keeps the setting.
+    Returns the model, in eval mode, and ``train``'s history: per step "loss" and
+    "lr"; "steps" run, "seconds" and "cpu_seconds" of training. Seeded: the same seed
+    gives the same model; the global RNG is left as it was.
     """
     if steps < 1 or batch_size < 1:
         raise ValueError(
@@ -84,50 +57,23 @@ def train_lm(
             torch.manual_seed(seed)
             model = GPT(model)
     opt = make_optimizer(model, lr, weight_decay)
-    history: dict = {"loss": [], "lr": []}
-    wall = cpu = 0.0
-    model.train()
-    with torch_threads(num_threads), torch.random.fork_rng():
+
+    def loss_fn(step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        tokens, loss_mask = batch_fn(batch_size, gen)
+        return causal_lm_loss(model(tokens), tokens, loss_mask), {}
+
+    with torch.random.fork_rng():
         torch.manual_seed(seed)  # dropout masks
-        for step in range(steps):
-            w0, c0 = time.perf_counter(), time.process_time()
-            tokens, loss_mask = batch_fn(batch_size, gen)
-            rate = warmup_cosine(step, steps, lr, warmup)
-            for group in opt.param_groups:
-                group["lr"] = rate
-            loss = causal_lm_loss(model(tokens), tokens, loss_mask)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-            opt.step()
-            history["loss"].append(loss.item())
-            history["lr"].append(rate)
-            wall += time.perf_counter() - w0
-            cpu += time.process_time() - c0
-            if (
-                callback is not None
-                and callback_every
-                and (step + 1) % callback_every == 0
-            ):
-                model.eval()
-                callback(step + 1, model)
-                model.train()
-            if max_seconds is not None and wall > max_seconds:
-                break
-    model.eval()
-    history.update(steps=len(history["loss"]), seconds=wall, cpu_seconds=cpu)
+        history = train(
+            model,
+            loss_fn,
+            opt,
+            steps=steps,
+            lr_at=lambda step: warmup_cosine(step, steps, lr, warmup),
+            grad_clip=grad_clip,
+            num_threads=num_threads,
+            max_seconds=max_seconds,
+            callback=callback,
+            callback_every=callback_every,
+        )
     return model, history
-
-
-@contextmanager
-def torch_threads(n: int | None):
-    """Run with ``n`` torch threads, then restore the caller's setting
-    (None: leave it alone)."""
-    before = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)

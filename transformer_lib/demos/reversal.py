@@ -4,20 +4,16 @@ Token ids: 0 = pad, 1 = BOS, 2 ... vocab_size - 1 = the symbols,
 shown as the letters a, b, c, ...
 A fixed hash sends about one sequence in eight to a held-out "test" split, so a model
 trained on ``split="train"`` is evaluated on sequences it has never seen.
-
-Also reachable as ``tl.tasks``, this module's first name.
 """
 
 from __future__ import annotations
 
-import math
-import time
-
 import torch
 import torch.nn.functional as F
 
-from ..model import Transformer, TransformerConfig
-from .lm import torch_threads
+from ..configs import TransformerConfig
+from ..model import Transformer
+from .training import train, warmup_cosine
 
 PAD_ID, BOS_ID, FIRST_SYMBOL = 0, 1, 2
 # a sequence is held out when its hash mod 101 is below 13 (~12.9 %)
@@ -156,15 +152,16 @@ def train_reversal(
     teacher forcing.
 
     Loss: the cross-entropy of the next symbol at every target position
-    (eq. toy-loss). The learning rate rises linearly for ``warmup`` steps, then decays
-    to zero along a cosine. Returns the model (in eval mode) and a history with, per
-    step, "loss", "accuracy" (teacher-forced token accuracy of the batch) and "lr";
-    "seconds" and "cpu_seconds" (wall-clock and CPU time of the training loop), and
-    "test_accuracy" (greedy decoding of ``n_eval`` held-out sequences). Seeded; the
-    global random state is left untouched. ``num_threads``: torch threads while
-    training (restored afterwards): one is fastest for a model this small, and on a
-    busy machine two threads can wait on each other for many times longer; None keeps
-    the setting.
+    (eq. toy-loss), in the demos' one loop,
+    :func:`~transformer_lib.demos.training.train`. The learning rate rises linearly
+    for ``warmup`` steps, then decays to zero along a cosine
+    (:func:`~transformer_lib.demos.training.warmup_cosine` with ``floor=0``).
+    Returns the model (in eval mode) and a history with, per step, "loss", "accuracy"
+    (teacher-forced token accuracy of the batch) and "lr"; "seconds" and
+    "cpu_seconds" (wall-clock and CPU time of the training loop), and "test_accuracy"
+    (greedy decoding of ``n_eval`` held-out sequences). Seeded; the global random
+    state is left untouched. ``num_threads``: torch threads while training, as in
+    ``train``.
     """
     cfg = cfg or reversal_config(length, vocab_size)
     gen = torch.Generator().manual_seed(seed)
@@ -174,41 +171,24 @@ def train_reversal(
         model = Transformer(cfg)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
 
-    def lr_at(step: int) -> float:
-        if step < warmup:
-            return lr * (step + 1) / warmup
-        return (
-            lr
-            * 0.5
-            * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
+    def loss_fn(step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        src, tgt_in, tgt_out = reversal_batch(
+            batch_size, length, gen, vocab_size=cfg.vocab_size, split="train"
         )
+        logits = model(src, tgt_in)  # (B, T, vocab)
+        # mean over B * T targets
+        loss = F.cross_entropy(logits.reshape(-1, cfg.vocab_size), tgt_out.reshape(-1))
+        accuracy = (logits.argmax(-1) == tgt_out).float().mean().item()
+        return loss, {"accuracy": accuracy}
 
-    history: dict = {"loss": [], "accuracy": [], "lr": []}
-    start, start_cpu = time.perf_counter(), time.process_time()
-    model.train()
-    with torch_threads(num_threads):
-        for step in range(steps):
-            src, tgt_in, tgt_out = reversal_batch(
-                batch_size, length, gen, vocab_size=cfg.vocab_size, split="train"
-            )
-            for group in opt.param_groups:
-                group["lr"] = lr_at(step)
-            logits = model(src, tgt_in)  # (B, T, vocab)
-            # mean over B * T targets
-            loss = F.cross_entropy(
-                logits.reshape(-1, cfg.vocab_size), tgt_out.reshape(-1)
-            )
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            history["loss"].append(loss.item())
-            history["accuracy"].append(
-                (logits.argmax(-1) == tgt_out).float().mean().item()
-            )
-            history["lr"].append(lr_at(step))
-    model.eval()
-    history["seconds"] = time.perf_counter() - start
-    history["cpu_seconds"] = time.process_time() - start_cpu
+    history = train(
+        model,
+        loss_fn,
+        opt,
+        steps=steps,
+        lr_at=lambda step: warmup_cosine(step, steps, lr, warmup, floor=0.0),
+        num_threads=num_threads,
+    )
     test_src, _, _ = reversal_batch(
         n_eval, length, gen, vocab_size=cfg.vocab_size, split="test"
     )

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from ..layers import DecoderLayer, EncoderLayer
 from ..masks import causal_mask, padding_mask
 from ..positional import sinusoidal_positional_encoding
+from .training import train
 
 PAIRS = [
     ("the cat sits on the mat", "die Katze sitzt auf der Matte"),
@@ -152,31 +153,32 @@ def train_toy(
     lr: float = 1e-2,
     snapshots: list[int] = SNAPSHOTS,
 ) -> tuple[list[float], dict[int, torch.Tensor]]:
-    """Adam on the loss of eq. dec-loss; every position in one pass a step.
+    """Adam on the loss of eq. dec-loss, every position in one pass a step, in the
+    demos' one loop, :func:`~transformer_lib.demos.training.train`.
 
     Returns the loss before each step and ``{step: P}``: the output
     distributions P (B, T_tgt, |V|) after ``step`` updates, for the steps
     in ``snapshots``. Leaves the model in eval mode.
     """
-    opt = torch.optim.Adam(toy.parameters(), lr=lr)
-    losses, probs = [], {}
-    for step in range(steps + 1):
+    probs = {}
+
+    def loss_fn(step: int) -> tuple[torch.Tensor, dict[str, float]]:
         logits = toy(batch.src, batch.tgt_in, batch.src_mask)  # (B, T, |V|)
         if step in snapshots:
             probs[step] = logits.detach().softmax(dim=-1)
-        if step == steps:
-            break
         loss = F.cross_entropy(
             logits.flatten(0, 1),  # (B * T, |V|)
             batch.tgt_out.flatten(),  # (B * T,)
             ignore_index=0,  # padded positions
         )
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    toy.eval()
-    return losses, probs
+        return loss, {}
+
+    opt = torch.optim.Adam(toy.parameters(), lr=lr)
+    history = train(toy, loss_fn, opt, steps=steps, num_threads=None)
+    if steps in snapshots:  # after the last update
+        with torch.no_grad():
+            probs[steps] = toy(batch.src, batch.tgt_in, batch.src_mask).softmax(-1)
+    return history["loss"], probs
 
 
 def trained_toy() -> tuple[ToyTranslator, Batch, dict[int, torch.Tensor]]:

@@ -43,7 +43,8 @@ tests/test_exercises.py then requires a correct answer for it in its ``CORRECT``
 and a chapter cell that calls it.
 """
 
-from .ch03_softmax import check_scaled_dot_product_attention, check_softmax
+from .ch03_attention import check_scaled_dot_product_attention
+from .ch03_softmax import check_softmax
 from .ch04_masks import check_causal_mask, check_padding_mask
 from .ch05_multi_head import (
     check_multi_head_attention,
@@ -60,7 +61,7 @@ from .ch13_flash_attention import check_online_attention
 from .ch14_decoder_only import check_causal_lm_loss
 from .ch15_sampling import check_top_k_filter, check_top_p_filter
 from .ch16_modern_block import check_apply_rope_half, check_rms_norm
-from .ch17_length_extrapolation import alibi_bias, check_alibi_bias
+from .ch17_length_extrapolation import check_alibi_bias
 
 __all__ = [
     "check_softmax",
@@ -81,5 +82,4 @@ __all__ = [
     "check_apply_rope_half",
     "check_alibi_bias",
     "multi_head_attention",
-    "alibi_bias",
 ]

@@ -133,46 +133,6 @@ def multi_head_attention(
     return merge_heads(out) @ W_o
 
 
-def _mha_variant(
-    x_q,
-    x_kv,
-    W_q,
-    W_k,
-    W_v,
-    W_o,
-    h,
-    mask=None,
-    *,
-    split="ok",
-    merge="ok",
-    W_o_used=True,
-    scale="d_k",
-    invert=False,
-    transpose_w=False,
-) -> torch.Tensor:
-    """The output of common mistakes, each named by the keyword that makes it."""
-    if transpose_w:
-        W_q, W_k, W_v, W_o = W_q.T, W_k.T, W_v.T, W_o.T
-    B, T_q, D = x_q.shape
-    heads = 1 if split == "one" else h
-
-    def sp(t: torch.Tensor) -> torch.Tensor:
-        if split == "view":  # no transpose: rows of different tokens mixed
-            return t.reshape(B, heads, t.size(1), D // heads)
-        return t.reshape(B, t.size(1), heads, D // heads).transpose(1, 2)
-
-    q, k, v = sp(x_q @ W_q), sp(x_kv @ W_k), sp(x_kv @ W_v)
-    s = q @ k.transpose(-2, -1) / math.sqrt(D if scale == "d_model" else D // heads)
-    if mask is not None:
-        s = s.masked_fill(mask if invert else ~mask, NEG_INF)
-    o = softmax(s, dim=-1) @ v  # (B, heads, T_q, d_k)
-    if merge == "view":
-        o = o.reshape(B, T_q, D)
-    else:
-        o = o.transpose(1, 2).reshape(B, T_q, D)
-    return o @ W_o if W_o_used else o
-
-
 class MHATrial(Trial):
     def __init__(self, inputs, x_q, x_kv, W, h, mask=None) -> None:
         kwargs = {} if mask is None else {"mask": mask}
@@ -184,13 +144,13 @@ class MHATrial(Trial):
         return multi_head_attention(self.x_q, self.x_kv, *self.W, self.h, self.mask)
 
     def like(self, **variant) -> bool:
-        """The output equals ``_mha_variant(..., **variant)``.
+        """The output equals ``_mha(..., **variant)``, a known mistake's.
 
         A NaN row (a fully masked query) compares as the zero row it should be.
         """
         if "invert" in variant and self.mask is None:
             return False
-        want = _mha_variant(self.x_q, self.x_kv, *self.W, self.h, self.mask, **variant)
+        want = _mha(self.x_q, self.x_kv, *self.W, self.h, self.mask, **variant)
         return close(self.got.nan_to_num(0.0), want)
 
     @cached_property
@@ -270,8 +230,12 @@ def _mha(
     d_scale=None,
     invert=False,
     one_head=False,
+    transpose_w=False,
 ):
-    """A learner's multi-head attention, with one thing changed."""
+    """A learner's multi-head attention, with one thing changed (each keyword names
+    one known mistake)."""
+    if transpose_w:  # the nn.Linear habit: x @ W^T
+        W_q, W_k, W_v, W_o = W_q.T, W_k.T, W_v.T, W_o.T
     B, T_q, D = x_q.shape
     h = 1 if one_head else n_heads
     d_k = D // h
@@ -331,7 +295,7 @@ def mha_mask_inverted(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
 
 
 def mha_weights_transposed(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
-    return _mha(x_q, x_kv, W_q.T, W_k.T, W_v.T, W_o.T, n_heads, mask)  # nn.Linear habit
+    return _mha(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask, transpose_w=True)
 
 
 def mha_ignores_mask(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
@@ -351,7 +315,7 @@ MHA_MISTAKES = [
     # the heads
     Mistake(
         mha_split_without_transpose,
-        lambda t: t.like(split="view"),
+        lambda t: t.like(split_view=True),
         "for {inputs}, your heads look split with .view(B, h, T, d_k) (or reshape)"
         " straight from (B, T, d_model): that cuts the matrix across token rows, so a"
         " 'head' mixes features of different tokens. Reshape to (B, T, h, d_k) first,"
@@ -359,7 +323,7 @@ MHA_MISTAKES = [
     ),
     Mistake(
         mha_heads_split_without_transpose,
-        lambda t: t.like(split="view", merge="view"),
+        lambda t: t.like(split_view=True, merge_view=True),
         "for {inputs}, your heads look split with .view(B, h, T, d_k) straight from"
         " (B, T, d_model) (and merged back the same way): that cuts the matrix across"
         " token rows, so a 'head' mixes features of different tokens. Reshape to"
@@ -367,26 +331,26 @@ MHA_MISTAKES = [
     ),
     Mistake(
         mha_merge_without_transpose,
-        lambda t: t.like(merge="view"),
+        lambda t: t.like(merge_view=True),
         "for {inputs}, your heads are concatenated with a reshape of (B, h, T, d_k)"
         " straight to (B, T, d_model), which mixes tokens: transpose back to"
         " (B, T, h, d_k) first, then reshape, as tl.merge_heads does",
     ),
     Mistake(
         mha_forgot_W_o,
-        lambda t: t.like(W_o_used=False),
+        lambda t: t.like(use_W_o=False),
         "for {inputs}, your output matches Concat(head_1, ..., head_h) before the"
         " output projection: multiply the concatenated heads by W_o at the end",
     ),
     Mistake(
         mha_scaled_by_sqrt_d_model,
-        lambda t: t.like(scale="d_model"),
+        lambda t: t.like(d_scale=t.x_q.size(-1)),
         "for {inputs}, you scaled the scores by sqrt(d_model); each head's scores are"
         " divided by sqrt(d_k), with d_k = d_model / n_heads, the width of one head",
     ),
     Mistake(
         mha_one_head,
-        lambda t: t.like(split="one"),
+        lambda t: t.like(one_head=True),
         "for {inputs}, your output matches a single attention head over all d_model"
         " features: split Q, K and V into n_heads heads of d_k = d_model / n_heads"
         " features each",

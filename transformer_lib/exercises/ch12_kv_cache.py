@@ -27,45 +27,6 @@ from .harness import (
 )
 
 
-def _kv_out_variant(
-    q,
-    k,
-    v,
-    ck,
-    cv,
-    rope,
-    *,
-    pos0=False,
-    only_new=False,
-    no_mask=False,
-    top_left=False,
-    q_unrotated=False,
-) -> torch.Tensor:
-    """The output of one step with one of the common mistakes, named by its keyword."""
-    T_past, T_new = ck.size(-2), q.size(-2)
-    start = 0 if pos0 else T_past
-    pos = torch.arange(start, start + T_new)
-    if rope:
-        q = q if q_unrotated else apply_rope(q, pos)
-        k = apply_rope(k, pos)
-    if only_new:
-        keys, vals = k, v
-    else:
-        keys, vals = torch.cat([ck, k], -2), torch.cat([cv, v], -2)
-    n_rep = q.size(1) // keys.size(1)
-    T_k = keys.size(-2)
-    if no_mask:
-        mask = None
-    elif top_left:
-        mask = torch.ones(T_new, T_k, dtype=torch.bool).tril()
-    else:
-        mask = causal_mask(T_new, T_k)
-    out, _ = scaled_dot_product_attention(
-        q, repeat_kv(keys, n_rep), repeat_kv(vals, n_rep), mask
-    )
-    return out
-
-
 class KVStepTrial(Trial):
     """One step of a decoding run; every step starts from the library's cache."""
 
@@ -129,11 +90,9 @@ class KVStepTrial(Trial):
         return self.T_past + self.T_new
 
     def like(self, **variant) -> bool:
-        """The output equals that of ``_kv_out_variant(..., **variant)``."""
-        want = _kv_out_variant(
-            self.q, self.k, self.v, self.ck, self.cv, self.rope, **variant
-        )
-        return close(self.got_out, want)
+        """The output equals that of a known mistake, ``_step(..., **variant)``."""
+        want = _step(self.q, self.k, self.v, self.ck, self.cv, self.rope, **variant)
+        return close(self.got_out, want[0])
 
     @cached_property
     def keys_at_position_0(self) -> bool:
@@ -141,7 +100,7 @@ class KVStepTrial(Trial):
         at_zero = torch.cat([self.ck, apply_rope(self.k, torch.arange(self.T_new))], -2)
         # one new token at position 0 is the un-rotated key: then the output must agree
         return close(self.got_cache_k, at_zero) and (
-            self.T_new > 1 or self.like(pos0=True)
+            self.T_new > 1 or self.like(from_zero=True)
         )
 
     def in_front(self, name: str) -> bool:
@@ -327,36 +286,24 @@ def kv_returns_a_pair(q_new, k_new, v_new, cache_k, cache_v, rope=False):
     return out, (cache_k, cache_v)  # the caches as one "past" pair
 
 
-def kv_cache_not_appended(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope, append=False)
+def _mistake(name: str, **change) -> Callable:
+    """A learner's cached step with one thing changed: ``_step(..., **change)``."""
+
+    def step(q_new, k_new, v_new, cache_k, cache_v, rope=False):
+        return _step(q_new, k_new, v_new, cache_k, cache_v, rope, **change)
+
+    step.__name__ = step.__qualname__ = name
+    return step
 
 
-def kv_position_does_not_advance(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope, from_zero=True)
-
-
-def kv_stores_unrotated_keys(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope, rotate_cached_k=False)
-
-
-def kv_prepends_new_entries(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope, prepend=True)
-
-
-def kv_query_not_rotated(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope, rotate_q=False)
-
-
-def kv_attends_only_new_token(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope, only_new=True)
-
-
-def kv_mask_top_left(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope, top_left=True)
-
-
-def kv_no_causal_mask_in_prompt(q_new, k_new, v_new, cache_k, cache_v, rope=False):
-    return _step(q_new, k_new, v_new, cache_k, cache_v, rope, causal=False)
+kv_cache_not_appended = _mistake("kv_cache_not_appended", append=False)
+kv_position_does_not_advance = _mistake("kv_position_does_not_advance", from_zero=True)
+kv_stores_unrotated_keys = _mistake("kv_stores_unrotated_keys", rotate_cached_k=False)
+kv_prepends_new_entries = _mistake("kv_prepends_new_entries", prepend=True)
+kv_query_not_rotated = _mistake("kv_query_not_rotated", rotate_q=False)
+kv_attends_only_new_token = _mistake("kv_attends_only_new_token", only_new=True)
+kv_mask_top_left = _mistake("kv_mask_top_left", top_left=True)
+kv_no_causal_mask_in_prompt = _mistake("kv_no_causal_mask_in_prompt", causal=False)
 
 
 KV_CACHE_MISTAKES = [
@@ -400,14 +347,14 @@ KV_CACHE_MISTAKES = [
     ),
     Mistake(  # a learner whose keys sit at position 0 meets the cache rows first
         None,
-        lambda t: t.rope and t.like(pos0=True),
+        lambda t: t.rope and t.like(from_zero=True),
         "at {inputs}, your output matches queries and keys rotated as if the new tokens"
         " sat at position 0: the position does not advance. The new tokens sit at"
         " {new_positions} (T_past onwards)",
     ),
     Mistake(
         kv_query_not_rotated,
-        lambda t: t.rope and t.like(q_unrotated=True),
+        lambda t: t.rope and t.like(rotate_q=False),
         "at {inputs}, your output matches an un-rotated query: with rope=True rotate"
         " q_new at its position too",
     ),
@@ -426,7 +373,7 @@ KV_CACHE_MISTAKES = [
     ),
     Mistake(
         kv_no_causal_mask_in_prompt,
-        lambda t: t.T_new > 1 and t.like(no_mask=True),
+        lambda t: t.T_new > 1 and t.like(causal=False),
         "at {inputs}, your new queries see the new tokens after them: when several"
         " tokens arrive at once they attend causally, with"
         " tl.causal_mask(T_new, T_past + T_new)",

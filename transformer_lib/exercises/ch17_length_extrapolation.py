@@ -1,7 +1,8 @@
 """Chapter 17: ALiBi's attention bias, a position scheme built for long inputs.
 
-``alibi_bias`` is the reference solution of the exercise (the library itself does not
-use ALiBi); tests/test_exercises.py checks it against ``transformers``' BLOOM code.
+The reference solution is :func:`transformer_lib.positional.alibi_bias` (no model of the
+library uses ALiBi); tests/test_exercises.py checks it against ``transformers``' BLOOM
+code.
 """
 
 from __future__ import annotations
@@ -10,27 +11,10 @@ from functools import cached_property
 
 import torch
 
+from ..positional import alibi_bias, alibi_slopes
 from .harness import Checker, Mistake, Trial, close, mismatch, not_a_tensor, wrong_shape
 
 NEG_INF = float("-inf")
-
-
-def alibi_slopes(n_heads: int) -> torch.Tensor:
-    """m_h = 2^(-8h/H) for h = 1 .. H (H a power of two, as in the ALiBi paper)."""
-    h = torch.arange(1, n_heads + 1, dtype=torch.float64)
-    return 2.0 ** (-8.0 * h / n_heads)
-
-
-def alibi_bias(n_heads: int, T: int) -> torch.Tensor:
-    """(H, T, T): -m_h (i - j) for key j <= query i, -inf for j > i (causal).
-
-    Added to the scores before the softmax, in place of any position vector.
-    """
-    i = torch.arange(T)[:, None]  # (T, 1) query positions
-    j = torch.arange(T)[None, :]  # (1, T) key positions
-    dist = (i - j).to(torch.float64)  # (T, T)
-    bias = -alibi_slopes(n_heads)[:, None, None] * dist  # (H, T, T)
-    return bias.masked_fill(j > i, NEG_INF).float()
 
 
 class AlibiTrial(Trial):

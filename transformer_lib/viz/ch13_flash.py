@@ -19,8 +19,8 @@ import torch
 import transformer_lib as tl
 from transformer_lib import flash
 
-from .explorer import Explorer
 from .figures import LiveFigure
+from .interactive import Explorer
 
 T_K = 12
 BLOCKS = [2, 3, 4, 6]

@@ -2,8 +2,8 @@
 
 ``heatmap(ax, values, ...)`` draws a labelled map (an attention map: rows are queries,
 columns keys) and returns a :class:`HoverGrid`, the values that the static twin of an
-:class:`~transformer_lib.viz.explorer.Explorer` shows under the mouse pointer. It is a
-:class:`Heatmap` drawn once; live figures keep the Heatmap and change its values.
+:class:`~transformer_lib.viz.interactive.Explorer` shows under the mouse pointer. It
+is a :class:`Heatmap` drawn once; live figures keep the Heatmap and change its values.
 """
 
 from __future__ import annotations
