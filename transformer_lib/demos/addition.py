@@ -2,13 +2,14 @@
 
 A problem with n digits is written as one sequence of 3n + 3 tokens,
 
-    a (n digits) + b (n digits) = c (n + 1 digits, least significant first)
+    a (n digits) + b (n digits) = c (n + 1 digits), every number least significant first
 
-for example, with n = 3, 047 + 985 = 1032 is ``0 4 7 + 9 8 5 = 2 3 0 1``. Operands are
-zero-padded; the sum is written backwards, as it is computed by hand, so that each
-digit depends on digits already written (through the carry) and on two operand
-digits. The prompt is the first 2n + 2 tokens; the model must produce the n + 1 answer
-tokens, and is scored by exact match of all of them under greedy decoding.
+for example, with n = 3, 047 + 985 = 1032 is ``7 4 0 + 5 8 9 = 2 3 0 1``. Operands are
+zero-padded; every number is written backwards, in the order in which a sum is computed
+by hand, so that each digit of the sum depends on digits already written (through the
+carry) and on the two operand digits of its column, which sit at the same offset in
+their numbers. The prompt is the first 2n + 2 tokens; the model must produce the n + 1
+answer tokens, and is scored by exact match of all of them under greedy decoding.
 
 Token ids: 0-9 the digits, 10 "+", 11 "=". A fixed hash of (a, b) sends one problem
 in ten to a held-out "test" split that training never samples.
@@ -58,7 +59,8 @@ def _digits(x: torch.Tensor, n: int) -> torch.Tensor:
 
 
 def encode(a: torch.Tensor, b: torch.Tensor, n_digits: int) -> torch.Tensor:
-    """Operands (B,) -> full sequences (B, 3n + 3): a + b = reversed(a + b)."""
+    """Operands (B,) -> full sequences (B, 3n + 3): reversed(a) + reversed(b) =
+    reversed(a + b), each number's digits least significant first."""
     B = a.size(0)
     plus = torch.full((B, 1), PLUS_ID, dtype=torch.long, device=a.device)
     equals = torch.full((B, 1), EQUALS_ID, dtype=torch.long, device=a.device)
