@@ -71,21 +71,24 @@ def rank_train(
 ) -> dict:
     """Train the addition GPT with ``DistributedDataParallel`` by the book's one
     training loop (:func:`~transformer_lib.demos.lm.train_lm`), each rank on its slice
-    of every batch; returns the history and the final weights."""
+    of every batch; returns the history and the final weights. With one rank it is
+    plain training on the whole batch (nothing to all-reduce)."""
     _check_split(batch_size, world_size)
-    model = DistributedDataParallel(_model(addition_config(n_digits), seed, dtype))
+    model = _model(addition_config(n_digits), seed, dtype)
+    net = DistributedDataParallel(model) if world_size > 1 else model
 
     def batch_fn(B: int, gen: torch.Generator):
         tokens, loss_mask = addition_batch(B, gen, n_digits=n_digits)
+        # every rank draws the same batch and keeps its slice: (B / P, T) each
         return tokens.tensor_split(world_size)[rank], loss_mask.tensor_split(
             world_size
         )[rank]
 
     _, history = train_lm(
-        model, batch_fn, steps=steps, batch_size=batch_size, lr=lr, seed=seed
+        net, batch_fn, steps=steps, batch_size=batch_size, lr=lr, seed=seed
     )
     history["state_dict"] = {
-        k: v.detach().clone() for k, v in model.module.state_dict().items()
+        k: v.detach().clone() for k, v in model.state_dict().items()
     }
     return history
 
@@ -99,15 +102,4 @@ def train_one_process(
     dtype: torch.dtype = torch.float32,
 ) -> dict:
     """The same training in one process with the whole batch, for comparison."""
-    model = _model(addition_config(n_digits), seed, dtype)
-
-    def batch_fn(B: int, gen: torch.Generator):
-        return addition_batch(B, gen, n_digits=n_digits)
-
-    _, history = train_lm(
-        model, batch_fn, steps=steps, batch_size=batch_size, lr=lr, seed=seed
-    )
-    history["state_dict"] = {
-        k: v.detach().clone() for k, v in model.state_dict().items()
-    }
-    return history
+    return rank_train(0, 1, seed, steps, batch_size, n_digits, lr, dtype)
