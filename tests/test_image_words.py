@@ -13,9 +13,7 @@ import base64
 import json
 import logging
 import re
-import sys
 import warnings
-from pathlib import Path
 
 import matplotlib
 
@@ -26,13 +24,9 @@ import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from booktools import execute as run_notebooks  # noqa: E402
 from transformer_lib.viz import Explorer, all_explorers, image_words  # noqa: E402
 from transformer_lib.viz.static import frames  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import run_notebooks  # noqa: E402
 
 _FRAMES = re.compile(r'class="tl-frames">(.*?)</script>', re.S)
 

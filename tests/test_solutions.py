@@ -24,18 +24,14 @@ import builtins
 import functools
 import json
 import symtable
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import run_notebooks  # noqa: E402
-from solutions import (  # noqa: E402
-    CHAPTERS,
+from booktools import execute as run_notebooks
+from booktools.paths import CHAPTERS
+from booktools.solutions import (
     all_exercises,
     as_python,
     notebook_cells,

@@ -1,8 +1,8 @@
 """Execute the book's notebooks once, side by side, for the site and for the tests.
 
-    python tools/run_notebooks.py                      # every chapter, into the cache
-    python tools/run_notebooks.py --solutions          # ... and every exercise solution
-    python tools/run_notebooks.py --solutions book/03_softmax.ipynb
+    python -m booktools.execute                      # every chapter, into the cache
+    python -m booktools.execute --solutions          # ... and every exercise solution
+    python -m booktools.execute --solutions book/03_softmax.ipynb
 
 Each notebook runs in its own kernel (as Jupyter runs it: from ``book/``, with the
 cell timeout of ``_config.yml``), several at a time (``--jobs``, one per core by
@@ -39,22 +39,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import editions  # noqa: E402
-import solutions  # noqa: E402
+from . import solutions
+from .catalogs import image_tables
+from .paths import BUILD, CACHE, CELL_TIMEOUT, CHAPTERS
 
-ROOT = Path(__file__).resolve().parents[1]
-CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["execute"]
-CACHE = editions.shared_cache_dir()
-TIMEOUT = int(CONFIG["timeout"])
+TIMEOUT = CELL_TIMEOUT
 # how long each notebook took last time, so the slowest start first; on a fresh clone,
 # how long each took under `make test` on a 2-core machine (refresh it by copying the
 # first file over the second after a clean `make test`; a chapter missing from both
 # starts last)
-TIMES = ROOT / "_build" / "notebook-times.json"
-TYPICAL_TIMES = ROOT / "tools" / "notebook-seconds.json"
+TIMES = BUILD / "notebook-times.json"
+TYPICAL_TIMES = Path(__file__).with_name("notebook-seconds.json")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SOLUTION_TAG = "raises-exception"  # nbclient records the error and goes on
 
@@ -197,7 +193,7 @@ def run(paths: list[Path], with_solutions: bool, jobs: int) -> list[Result]:
     paths = sorted(paths, key=lambda p: (-last.get(p.name, 0.0), p.name))
     threads = max(1, (os.cpu_count() or 1) // jobs)
     cache = get_cache(str(CACHE))
-    tables = editions.image_tables()
+    tables = image_tables()
     from transformer_lib.viz.image_words import font_family
 
     for language in tables:
@@ -238,7 +234,7 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
-    paths = [p.resolve() for p in args.notebooks] or list(solutions.CHAPTERS)
+    paths = [p.resolve() for p in args.notebooks] or list(CHAPTERS)
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         parser.error(f"no such notebook: {', '.join(missing)}")
