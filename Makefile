@@ -16,14 +16,18 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-compile -r requirements.txt  # no .pyc for the packages' every file
 	@touch $(STAMP)
 
-## make book: execute every notebook, side by side, into the jupyter-cache (booktools/execute.py),
-## then build from it, side by side, the site into _build/html and the Chinese editions into
-## _build/html/zh_CN and _build/html/zh_TW with the catalogs in locales/ (booktools/editions.py;
-## each build fails on any error or warning). Under make test, every exercise solution
-## also runs after its chapter, in the chapter's kernel (SOLUTIONS=1).
+## make book: execute every chapter with nbval, side by side (pytest-xdist, a chapter per
+## worker), into the jupyter-cache (booktools/execute.py, a pytest plugin), then build from
+## it, side by side, the site into _build/html and the Chinese editions into
+## _build/html/zh_CN and _build/html/zh_TW with the catalogs in locales/
+## (booktools/editions.py; each build fails on any error or warning). Under make test,
+## every exercise solution also runs after its chapter, in the chapter's kernel (SOLUTIONS=1).
+# one torch thread per kernel, one kernel per core
+NBVAL := OMP_NUM_THREADS=1 PYDEVD_DISABLE_FILE_VALIDATION=1 $(PY) -m pytest --nbval-lax \
+	-n auto --dist loadfile -q -p no:cacheprovider
 book: $(STAMP) fonts
 	rm -rf _build/html _build/jupyter_execute _build/.jupyter_cache _build/.doctrees
-	$(PY) -m booktools.execute $(if $(SOLUTIONS),--solutions)
+	$(NBVAL) $(if $(SOLUTIONS),--solutions) book/
 	$(PY) -m booktools.editions build en zh_CN zh_TW
 	@echo "Built. Open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:8000"
 
@@ -69,9 +73,9 @@ test-lib: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q -n auto --ignore=tests/test_site.py --ignore=tests/test_live_widget.py
 
 ## every notebook and its exercise solutions, without building the site (make test does this as
-## part of the book); one chapter: .venv/bin/python -m booktools.execute --solutions book/03_softmax.ipynb
-test-notebooks: $(STAMP)
-	$(PY) -m booktools.execute --solutions
+## part of the book); one chapter: .venv/bin/python -m pytest --nbval-lax --solutions book/03_softmax.ipynb
+test-notebooks: $(STAMP) fonts
+	$(NBVAL) --solutions book/
 
 ## the browser tests: the built site with no kernel and no network, and the live widget in JupyterLab;
 ## three pytest-xdist workers, as a worker spends much of its time waiting on its browser

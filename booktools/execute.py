@@ -1,50 +1,53 @@
-"""Execute the book's notebooks once, side by side, for the site and for the tests.
+"""nbval's run of the chapters is the book's execution: a pytest plugin.
 
-    python -m booktools.execute                      # every chapter, into the cache
-    python -m booktools.execute --solutions          # ... and every exercise solution
-    python -m booktools.execute --solutions book/03_softmax.ipynb
+    python -m pytest --nbval-lax -n auto --dist loadfile book/  # every chapter
+    python -m pytest --nbval-lax --solutions book/03_softmax.ipynb  # and its solutions
 
-Each notebook runs in its own kernel (as Jupyter runs it: from ``book/``, with the
-cell timeout of ``_config.yml``), several at a time (``--jobs``, one per core by
-default). The executed notebooks go into the jupyter-cache that ``_config.yml`` names,
-where ``jupyter-book build`` and the Chinese editions (``tools/editions.py``) find
-them, so ``make book`` executes each notebook once.
+nbval runs each chapter in its own kernel, cell by cell, as Jupyter runs it (from
+``book/``, with the cell timeout of ``_config.yml``), and fails on any cell that raises.
+This plugin (``-p booktools.execute``, in pyproject.toml's pytest options) adds three
+things through pytest's own hooks, so that the same run serves the site:
 
-With ``--solutions``, every exercise solution of a chapter then runs in the same kernel,
-after the chapter's last cell, as a learner would paste it (``tools/solutions.py``):
-it fails when it raises, or when its exercise's checker still says "not attempted".
-``make test`` builds the book this way, so the chapters run once for the site and for
-their solutions together.
+* before a chapter's first cell, the kernel is asked to draw every figure once more in
+  each Chinese edition's language, with the words of ``locales/*/images.po``
+  (:mod:`booktools.figures`); the editions then show those pictures;
+* every message a chapter cell's execution publishes is kept, and turned into the cell's
+  outputs by nbclient (what jupyter-book's own execution would store); a chapter whose
+  every cell passed goes into the jupyter-cache that ``_config.yml`` names, where
+  ``jupyter-book build`` and the Chinese editions (:mod:`booktools.editions`) read it,
+  so ``make book`` executes each notebook once;
+* with ``--solutions``, every exercise solution of a chapter then runs as one more test
+  in the same kernel, after the chapter's last cell, as a learner would paste it
+  (:mod:`booktools.solutions`): it fails when it raises, or when its exercise's checker
+  still says "not attempted".
 
-Before a chapter's first cell, a setup cell (not part of the chapter, and not cached)
-asks the kernel to draw every figure once more in each Chinese edition's language
-(``transformer_lib.viz.image_words``), with the words of ``locales/*/images.po``; the
-editions then show those pictures.
+With pytest-xdist (``-n auto --dist loadfile``), the chapters run side by side, a whole
+chapter on one worker, the slowest first (by ``_build/notebook-times.json``, or on a
+fresh clone ``booktools/notebook-seconds.json``); each worker leaves its executed
+chapters in a spool directory, and the controlling process stores them into the cache.
 
-A cell that raises, a cell over the timeout, or a failing solution is reported with its
-traceback, and the exit status is 1. The notebooks that ran are cached either way.
+nbval reads every message of a cell through ``IPyNbFile.get_kernel_message``, which
+:class:`BookNotebook` extends to keep them; ``tests/test_execute.py`` checks that nbval
+still does so.
 """
 
 from __future__ import annotations
 
-import argparse
-import copy
 import json
-import os
 import re
-import sys
+import shutil
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from collections import defaultdict
 from pathlib import Path
 
 import nbformat
+import pytest
+from nbval.plugin import IPyNbCell, IPyNbFile, NbCellError
 
 from . import solutions
 from .catalogs import image_tables
-from .paths import BUILD, CACHE, CELL_TIMEOUT, CHAPTERS
+from .paths import BUILD, CACHE, CELL_TIMEOUT
 
-TIMEOUT = CELL_TIMEOUT
 # how long each notebook took last time, so the slowest start first; on a fresh clone,
 # how long each took under `make test` on a 2-core machine (refresh it by copying the
 # first file over the second after a clean `make test`; a chapter missing from both
@@ -52,206 +55,290 @@ TIMEOUT = CELL_TIMEOUT
 TIMES = BUILD / "notebook-times.json"
 TYPICAL_TIMES = Path(__file__).with_name("notebook-seconds.json")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-SOLUTION_TAG = "raises-exception"  # nbclient records the error and goes on
+NBVAL_DEFAULT_TIMEOUT = 2000  # nbval's own default, replaced by _config.yml's
 
 
-@dataclass
-class Result:
-    path: Path
-    seconds: float
-    notebook: dict | None  # the executed chapter, without the solutions
-    error: str | None = None  # why the chapter itself failed
-    solutions: dict[str, str | None] = field(default_factory=dict)  # label -> failure
-
-    @property
-    def failures(self) -> list[str]:
-        out = [f"{self.path.name}: {self.error}"] if self.error else []
-        out += [
-            f"{self.path.name}::solution {label}: {why}"
-            for label, why in self.solutions.items()
-            if why is not None
-        ]
-        return out
-
-
-def _solution_failure(cell: dict, label: str, readable: str) -> str | None:
-    """Why the solution cell failed, or None if it passed."""
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            tb = ANSI.sub("", "\n".join(out.get("traceback", [])))
-            return f"{out['ename']}: {out['evalue']}\n{readable}\n{tb}"
-    printed = "".join(
-        out.get("text", "")
-        for out in cell.get("outputs", [])
-        if out.get("output_type") == "stream"
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("booktools", "the book's execution (booktools.execute)")
+    group.addoption(
+        "--solutions",
+        action="store_true",
+        help="run every exercise solution after its chapter, in the chapter's kernel",
     )
-    if solutions.NOT_ATTEMPTED.search(printed):
-        return (
-            f"the solution of {label} leaves its exercise 'not attempted':\n{printed}"
-        )
-    return None
-
-
-def setup_cell(tables: dict[str, dict[str, str]]) -> nbformat.NotebookNode:
-    """The cell run before a chapter: its figures are also drawn in each edition's
-    language, from these tables ({language: {key: translation}})."""
-    source = (
-        "import json as _json\n"
-        "from transformer_lib.viz import image_words as _image_words\n\n"
-        f"_image_words.render_editions(_json.loads({json.dumps(tables)!r}))\n"
-        "del _json, _image_words"
+    group.addoption(
+        "--book-cache",
+        type=Path,
+        default=CACHE,
+        help="the jupyter-cache the executed chapters go into (default: _config.yml's)",
     )
-    return nbformat.v4.new_code_cell(source)
-
-
-def run_one(
-    path: Path,
-    with_solutions: bool,
-    threads: int,
-    tables: dict[str, dict[str, str]] | None = None,
-) -> Result:
-    """Execute one notebook (then its solutions) in a fresh kernel; its figures are
-    also drawn in the languages of ``tables`` (none by default)."""
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError
-
-    nb = nbformat.read(path, as_version=4)
-    work = copy.deepcopy(nb)
-    work.cells.insert(0, setup_cell(tables or {}))
-    readable: dict[str, str] = {}
-    if with_solutions:
-        for ex in solutions.exercises(path):
-            if ex.code:
-                source, readable[ex.label] = solutions.runner_source(ex)
-                cell = nbformat.v4.new_code_cell(source)
-                cell.metadata = {"tags": [SOLUTION_TAG], "tl_solution": ex.label}
-                work.cells.append(cell)
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": str(threads),
-        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-    }
-    client = NotebookClient(
-        work,
-        timeout=TIMEOUT,
-        allow_errors=False,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
+    group.addoption(
+        "--image-words",
+        type=Path,
+        default=None,
+        help="a JSON file {language: {key: translation}} of the words inside the"
+        " figures (default: the editions' catalogs images.po)",
     )
-    start = time.perf_counter()
-    error = None
-    try:
-        client.execute(env=env)
-    except (CellExecutionError, CellTimeoutError) as err:
-        error = ANSI.sub("", str(err))
-    seconds = time.perf_counter() - start
-    result = Result(path, seconds, None, error)
-    if error is None:
-        # the chapter as the book reads it: its own cells, with their outputs, counted
-        # from 1 as if the setup cell had not run
-        chapter = work.cells[1 : len(nb.cells) + 1]
-        for cell, ran in zip(nb.cells, chapter, strict=True):
-            if cell.cell_type == "code":
-                cell.outputs = ran.outputs
-                cell.execution_count = _one_less(ran.execution_count)
-                for out in cell.outputs:
-                    if out.get("execution_count") is not None:
-                        out.execution_count = _one_less(out.execution_count)
-        result.notebook = nb
-        for cell in work.cells[len(nb.cells) + 1 :]:
-            label = cell.metadata["tl_solution"]
-            result.solutions[label] = _solution_failure(cell, label, readable[label])
-    return result
 
 
-def _one_less(count: int | None) -> int | None:
-    return None if count is None else count - 1
+def _active(config: pytest.Config) -> bool:
+    return bool(config.option.nbval or config.option.nbval_lax)
 
 
-def cache_notebook(cache, result: Result) -> None:
-    """Store an executed notebook where MyST-NB's cache mode finds it."""
-    from jupyter_cache.base import CacheBundleIn
-
-    record = cache.add_nb_to_project(str(result.path))
-    cache.cache_notebook_bundle(
-        CacheBundleIn(
-            nbformat.from_dict(result.notebook),
-            record.uri,
-            data={"execution_seconds": result.seconds},
-        ),
-        check_validity=False,
-        overwrite=True,
-    )
-    # the book reads the notebook from disk: it must match what was cached
-    cache.match_cache_notebook(nbformat.read(result.path, as_version=4))
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
 
 
-def run(paths: list[Path], with_solutions: bool, jobs: int) -> list[Result]:
-    from jupyter_cache import get_cache
+def _spool(config: pytest.Config) -> Path:
+    """Where workers leave the chapters they executed, for the controller to cache."""
+    cache = Path(config.option.book_cache)
+    return cache.with_name(cache.name + "-executed")
 
-    last = json.loads((TIMES if TIMES.exists() else TYPICAL_TIMES).read_text())
-    paths = sorted(paths, key=lambda p: (-last.get(p.name, 0.0), p.name))
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    cache = get_cache(str(CACHE))
-    tables = image_tables()
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _active(config):
+        return
+    if config.option.nbval_cell_timeout == NBVAL_DEFAULT_TIMEOUT:
+        config.option.nbval_cell_timeout = CELL_TIMEOUT
+    if _is_worker(config):
+        return
+    shutil.rmtree(_spool(config), ignore_errors=True)
+    tables = _tables(config)
     from transformer_lib.viz.image_words import font_family
 
     for language in tables:
         try:
             font_family(language)  # before any kernel starts
         except RuntimeError as err:
-            raise SystemExit(str(err)) from None
-    results: list[Result] = []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {
-            pool.submit(run_one, p, with_solutions, threads, tables): p for p in paths
-        }
-        for future in as_completed(futures):
-            result = future.result()
-            results.append(result)
-            if result.notebook is not None:
-                cache_notebook(cache, result)
-            ran = len(result.solutions)
-            bad = sum(why is not None for why in result.solutions.values())
-            status = "FAILED" if result.failures else "ok"
-            extra = f", solutions {ran - bad}/{ran} passed" if with_solutions else ""
-            print(
-                f"{result.path.name:32} {result.seconds:6.1f} s  {status}{extra}",
-                flush=True,
+            raise pytest.UsageError(str(err)) from None
+
+
+def _tables(config: pytest.Config) -> dict[str, dict[str, str]]:
+    path = config.option.image_words
+    return json.loads(path.read_text(encoding="utf-8")) if path else image_tables()
+
+
+def setup_source(tables: dict[str, dict[str, str]]) -> str:
+    """The code run before a chapter: its figures are also drawn in each edition's
+    language, from these tables ({language: {key: translation}})."""
+    return (
+        "import json as _json\n"
+        "from transformer_lib.viz import image_words as _image_words\n\n"
+        f"_image_words.render_editions(_json.loads({json.dumps(tables)!r}))\n"
+        "del _json, _image_words"
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    """nbval's notebook collector, as :class:`BookNotebook`."""
+    outcome = yield
+    found = outcome.get_result()
+    if any(isinstance(c, IPyNbFile) and not isinstance(c, BookNotebook) for c in found):
+        outcome.force_result(
+            [
+                BookNotebook.from_parent(parent, path=file_path)
+                if isinstance(c, IPyNbFile)
+                else c
+                for c in found
+            ]
+        )
+
+
+class BookNotebook(IPyNbFile):
+    """nbval's notebook, which also keeps each cell's messages, runs the editions'
+    setup before the first cell, and (``--solutions``) the solutions after the last."""
+
+    messages: list[dict] | None = None  # the current chapter cell's, while it runs
+
+    def collect(self):
+        yield from super().collect()
+        if self.config.option.solutions:
+            for ex in solutions.exercises(Path(self.fspath)):
+                if ex.code:
+                    yield SolutionCell.for_exercise(self, ex)
+
+    def setup(self) -> None:
+        self.started = time.perf_counter()
+        self.executed = nbformat.read(str(self.fspath), as_version=4)
+        self.recorded: list[tuple[dict, list[dict]]] = []  # (cell, its messages)
+        self.failed = False
+        super().setup()
+        kernel = self.kernel
+        msg_id = kernel.kc.execute(
+            setup_source(_tables(self.config)), store_history=False
+        )
+        reply = kernel.kc.get_shell_msg(timeout=CELL_TIMEOUT)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = kernel.kc.get_shell_msg(timeout=CELL_TIMEOUT)
+        kernel.await_idle(msg_id, CELL_TIMEOUT)
+        if reply["content"]["status"] != "ok":
+            tb = ANSI.sub("", "\n".join(reply["content"].get("traceback", [])))
+            raise RuntimeError(f"the editions' setup failed in the kernel:\n{tb}")
+
+    def get_kernel_message(self, timeout=None, stream="iopub"):
+        msg = super().get_kernel_message(timeout=timeout, stream=stream)
+        if self.messages is not None and stream == "iopub":
+            self.messages.append(msg)
+        return msg
+
+    def record(self, item: IPyNbCell, messages: list[dict], passed: bool) -> None:
+        """Turn a chapter cell's messages into its outputs, as nbclient would."""
+        self.failed = self.failed or not passed
+        inputs = [m for m in messages if m["msg_type"] == "execute_input"]
+        if not inputs:
+            return
+        msg_id = inputs[-1]["parent_header"]["msg_id"]
+        self.recorded.append((item.cell, [m for m in messages if _parent(m) == msg_id]))
+
+    def teardown(self) -> None:
+        try:
+            if not self.failed and self.recorded:
+                self._spool_executed()
+        finally:
+            super().teardown()
+
+    def _spool_executed(self) -> None:
+        from nbclient import NotebookClient
+        from nbclient.exceptions import CellExecutionComplete
+
+        nb = self.executed
+        client = NotebookClient(nb, record_timing=False)
+        client.reset_execution_trackers()
+        index = {id(c): i for i, c in enumerate(self.nb.cells)}
+        count = 0
+        for cell, messages in self.recorded:
+            i = index[id(cell)]
+            target = nb.cells[i]
+            target.outputs = []
+            client.clear_before_next_output = False  # as execute_cell starts a cell
+            for msg in messages:
+                try:
+                    client.process_message(msg, target, i)
+                except CellExecutionComplete:
+                    break
+            # nbval runs cells without storing history, so its counts stay put: number
+            # them as a notebook run counts them
+            count += 1
+            target.execution_count = count
+            for out in target.outputs:
+                if out.get("output_type") == "execute_result":
+                    out.execution_count = count
+        spool = _spool(self.config)
+        spool.mkdir(parents=True, exist_ok=True)
+        name = Path(self.fspath).name
+        nbformat.write(nb, spool / name)
+        seconds = time.perf_counter() - self.started
+        (spool / f"{name}.json").write_text(
+            json.dumps({"path": str(self.fspath), "seconds": seconds})
+        )
+
+
+def _parent(msg: dict) -> str | None:
+    return msg["parent_header"].get("msg_id")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    notebook = item.parent
+    if not isinstance(notebook, BookNotebook) or isinstance(item, SolutionCell):
+        yield
+        return
+    notebook.messages = []
+    outcome = yield
+    messages, notebook.messages = notebook.messages, None
+    skipped = outcome.excinfo and issubclass(outcome.excinfo[0], pytest.skip.Exception)
+    notebook.record(item, messages, passed=outcome.excinfo is None or skipped)
+
+
+class SolutionCell(IPyNbCell):
+    """One exercise's solution, run after the chapter in its kernel, followed by the
+    exercise's check cell without its stub."""
+
+    @classmethod
+    def for_exercise(cls, notebook: BookNotebook, ex: solutions.Exercise):
+        source, readable = solutions.runner_source(ex)
+        cell = nbformat.v4.new_code_cell(source)
+        item = cls.from_parent(
+            notebook,
+            name=f"solution {ex.label}",
+            cell_num=ex.label,
+            cell=cell,
+            options=defaultdict(bool, check=False),
+        )
+        item.readable = readable
+        return item
+
+    def runtest(self) -> None:
+        super().runtest()
+        printed = "".join(
+            out.get("text", "")
+            for out in self.test_outputs or []
+            if out.get("output_type") == "stream"
+        )
+        if solutions.NOT_ATTEMPTED.search(printed):
+            self.raise_cell_error(
+                f"the solution of {self.cell_num} leaves its exercise"
+                f" 'not attempted':\n{printed}"
             )
-    TIMES.parent.mkdir(parents=True, exist_ok=True)
-    TIMES.write_text(json.dumps({**last, **{r.path.name: r.seconds for r in results}}))
-    return results
+
+    def repr_failure(self, excinfo):
+        exc = excinfo.value
+        if not isinstance(exc, NbCellError):
+            return super().repr_failure(excinfo)
+        tb = ANSI.sub("", exc.inner_traceback or "")
+        return f"solution {self.cell_num}: {exc}\n{self.readable}\n{tb}"
+
+    def reportinfo(self):
+        return self.fspath, 0, f"{self.fspath.basename}::solution {self.cell_num}"
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "notebooks", nargs="*", type=Path, help="default: every chapter"
-    )
-    parser.add_argument(
-        "--solutions", action="store_true", help="run every solution too"
-    )
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    args = parser.parse_args(argv)
-    paths = [p.resolve() for p in args.notebooks] or list(CHAPTERS)
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        parser.error(f"no such notebook: {', '.join(missing)}")
-    start = time.perf_counter()
-    results = run(paths, args.solutions, max(1, args.jobs))
-    failures = [f for r in results for f in r.failures]
-    solved = sum(len(r.solutions) for r in results)
-    print(
-        f"{len(results)} notebooks"
-        + (f" and {solved} solutions" if args.solutions else "")
-        + f" in {time.perf_counter() - start:.0f} s with {args.jobs} jobs; "
-        + f"{len(failures)} failed"
-    )
-    for failure in failures:
-        print("\n" + "=" * 88 + "\nFAILED " + failure, file=sys.stderr)
-    return 1 if failures else 0
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
+    """The slowest chapters first, each chapter's items together and in order."""
+    if not _active(config):
+        return
+    last = json.loads((TIMES if TIMES.exists() else TYPICAL_TIMES).read_text())
+    order = {}
+    for i, item in enumerate(items):
+        order.setdefault(item.parent, i)
+
+    def key(item: pytest.Item):
+        name = Path(str(item.parent.fspath)).name
+        return (-last.get(name, 0.0), order[item.parent])
+
+    items.sort(key=key)  # stable: a chapter's cells keep their order
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Store every chapter the workers executed into the jupyter-cache."""
+    config = session.config
+    if not _active(config) or _is_worker(config):
+        return
+    spool = _spool(config)
+    done = sorted(spool.glob("*.ipynb")) if spool.is_dir() else []
+    if not done:
+        return
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache = get_cache(str(config.option.book_cache))
+    times = {}
+    for executed in done:
+        info = json.loads(executed.with_name(executed.name + ".json").read_text())
+        record = cache.add_nb_to_project(info["path"])
+        cache.cache_notebook_bundle(
+            CacheBundleIn(
+                nbformat.read(executed, as_version=4),
+                record.uri,
+                data={"execution_seconds": info["seconds"]},
+            ),
+            check_validity=False,
+            overwrite=True,
+        )
+        # the book reads the notebook from disk: it must match what was cached
+        cache.match_cache_notebook(nbformat.read(info["path"], as_version=4))
+        times[executed.name] = info["seconds"]
+    shutil.rmtree(spool, ignore_errors=True)
+    if Path(config.option.book_cache) == CACHE:
+        last = json.loads(TIMES.read_text()) if TIMES.exists() else {}
+        TIMES.parent.mkdir(parents=True, exist_ok=True)
+        TIMES.write_text(json.dumps({**last, **times}))

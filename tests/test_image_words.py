@@ -3,8 +3,8 @@
 A figure's texts are swapped for their translations and drawn with a CJK font, then put
 back: the English picture must come out byte-identical afterwards. The catalog keys
 take the numbers out of a text, and a translation gets them back. A chapter executed
-as the book executes it (tools/run_notebooks.py) carries each figure's pictures in the
-other languages, however the figure was shown.
+as the book executes it (nbval, with booktools/execute.py) carries each figure's
+pictures in the other languages, however the figure was shown.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from test_execute import execute_chapter  # noqa: E402
 
-from booktools import execute as run_notebooks  # noqa: E402
 from transformer_lib.viz import Explorer, all_explorers, image_words  # noqa: E402
 from transformer_lib.viz.static import frames  # noqa: E402
 
@@ -178,11 +178,14 @@ def test_a_chapter_executed_for_the_book_carries_every_figure_in_each_edition(
     nb.cells = [nbformat.v4.new_code_cell(src) for src in CHAPTER]
     nbformat.write(nb, path)
     table = {"P after {0} training steps": "训练 {0} 步后的 P", "weight": "权重"}
-    result = run_notebooks.run_one(path, False, 1, {"zh_CN": table, "zh_TW": table})
-    assert result.error is None, result.error
-    assert [c.execution_count for c in result.notebook.cells] == [1, 2, 3, 4, 5]
+    status, tests, executed = execute_chapter(
+        path, tmp_path, tables={"zh_CN": table, "zh_TW": table}
+    )
+    assert status == 0, tests
+    executed = nbformat.from_dict(executed)
+    assert [c.execution_count for c in executed.cells] == [1, 2, 3, 4, 5]
     pictures = []
-    for cell in result.notebook.cells[1:]:
+    for cell in executed.cells[1:]:
         (out,) = [o for o in cell.outputs if "data" in o]
         mime = next(m for m in out.data if m.endswith("image/png"))
         pictures.append((out.data[mime], out.metadata.get("image/png", {})))
