@@ -46,6 +46,7 @@ from nbval.plugin import IPyNbCell, IPyNbFile, NbCellError
 
 from . import solutions
 from .catalogs import image_tables
+from .figures import FONTS
 from .paths import BUILD, CACHE, CELL_TIMEOUT
 
 # how long each notebook took last time, so the slowest start first; on a fresh clone,
@@ -107,7 +108,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     for language in tables:
         try:
-            font_family(language)  # before any kernel starts
+            font_family(FONTS[language])  # before any kernel starts
         except RuntimeError as err:
             raise pytest.UsageError(str(err)) from None
 
@@ -119,11 +120,13 @@ def _tables(config: pytest.Config) -> dict[str, dict[str, str]]:
 
 def setup_source(tables: dict[str, dict[str, str]]) -> str:
     """The code run before a chapter: its figures are also drawn in each edition's
-    language, from these tables ({language: {key: translation}})."""
+    language and font, from these tables ({language: {key: translation}})."""
+    fonts = {language: FONTS[language] for language in tables}
     return (
         "import json as _json\n"
         "from transformer_lib.viz import image_words as _image_words\n\n"
-        f"_image_words.render_editions(_json.loads({json.dumps(tables)!r}))\n"
+        f"_image_words.render_editions(_json.loads({json.dumps(tables)!r}),"
+        f" {fonts!r})\n"
         "del _json, _image_words"
     )
 

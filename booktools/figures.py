@@ -26,6 +26,10 @@ from pathlib import Path
 from .catalogs import IMAGE_CATALOG, catalog_path, write_catalog
 from .paths import CACHE, SITE
 
+# the font each edition's figures draw their words in (Latin letters and digits of a
+# translated text too; math in matplotlib's own fonts); `make fonts` installs them
+FONTS = {"zh_CN": "Noto Sans CJK SC", "zh_TW": "Noto Sans CJK TC"}
+
 # The words of the kernel-free interactive figures: title, control labels, options, the
 # hover hint, the names of a heatmap's rows and columns in the hover read-out, and the
 # word for a masked cell. Their HTML is a code cell's output, computed once in English

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from .catalogs import catalog_path, read_translations
+from .figures import FONTS
 from .paths import BOOK
 
 EXTENSIONS = ["amsmath", "dollarmath", "colon_fence", "deflist", "substitution"]
@@ -181,7 +182,7 @@ def with_figure_words(
     image_words: dict[str, str] | None = None,
 ) -> dict:
     """The notebook with a cell after its first code cell: use_words(words), and
-    use_image_words(language, image_words)."""
+    use_image_words(language, image_words, font)."""
     if not words and not image_words:
         return notebook
     lines = [WORDS_COMMENT[language]]
@@ -190,7 +191,7 @@ def with_figure_words(
     lines += _table("_form_words", words) + _table("_image_words", image_words or {})
     lines += [
         "use_words(_form_words)",
-        f"use_image_words({language!r}, _image_words)",
+        f"use_image_words({language!r}, _image_words, font={FONTS[language]!r})",
         "del _form_words, _image_words",
     ]
     cell = {

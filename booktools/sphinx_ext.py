@@ -25,6 +25,7 @@ The editions themselves, and the Chinese search's dictionary, come from
 
 from __future__ import annotations
 
+import functools
 import html
 import pathlib
 import posixpath
@@ -280,17 +281,15 @@ def exercise_words_for_derived_editions(app: Sphinx) -> None:
             app.add_message_catalog("exercise", path)
 
 
-def use_linear_chinese_search(app: Sphinx) -> None:
+@functools.cache
+def linear_chinese_search():
     """Sphinx 7.4's Chinese search language, with its Latin terms kept in a set.
 
     ``sphinx.search.zh.SearchChinese`` appends every Latin word of every page to a list,
     then tests each word it stems for membership in that list: quadratic in the size of
     the book, about 50 of the 90 seconds of an edition's build. A set gives the same
-    answers.
+    answers (``tests/test_replaced_upstream.py`` compares the two).
     """
-    if not (app.config.language or "").startswith("zh"):
-        return
-    from sphinx import search
     from sphinx.search import zh  # needs jieba, so only in the Chinese editions
 
     class ChineseSearch(zh.SearchChinese):
@@ -304,7 +303,14 @@ def use_linear_chinese_search(app: Sphinx) -> None:
             self.latin_terms.update(latin)
             return chinese + latin
 
-    search.languages["zh"] = ChineseSearch
+    return ChineseSearch
+
+
+def use_linear_chinese_search(app: Sphinx) -> None:
+    """In a Chinese edition, index with :func:`linear_chinese_search` (registered
+    for the language "zh" through Sphinx's own ``add_search_language``)."""
+    if (app.config.language or "").startswith("zh"):
+        app.add_search_language(linear_chinese_search())
 
 
 THEME_CATALOG = "theme"

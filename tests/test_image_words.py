@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from test_execute import execute_chapter  # noqa: E402
 
+from booktools.figures import FONTS  # noqa: E402
 from transformer_lib.viz import Explorer, all_explorers, image_words  # noqa: E402
 from transformer_lib.viz.static import frames  # noqa: E402
 
@@ -96,7 +97,7 @@ def test_words_are_drawn_in_the_language_then_english_again(caplog):
     english = _png(fig)
     with warnings.catch_warnings(), caplog.at_level(logging.WARNING):
         warnings.simplefilter("error")  # a glyph missing from the fonts is an error
-        with image_words.drawn_in(fig, "zh_CN", TABLE) as words:
+        with image_words.drawn_in(fig, "zh_CN", TABLE, FONTS["zh_CN"]) as words:
             assert ax.get_title() == "训练 40 步后的 P"
             assert ax.get_xlabel() == "温度 $\\tau$"  # CJK inside mathtext too
             assert ax.get_legend().get_texts()[0].get_text() == "权重"
@@ -113,15 +114,9 @@ def test_words_are_drawn_in_the_language_then_english_again(caplog):
     plt.close(fig)
 
 
-def test_a_missing_font_is_a_clear_error(monkeypatch):
-    monkeypatch.setitem(image_words.FONTS, "zh_CN", "No Such CJK Font")
-    image_words.font_family.cache_clear()
-    try:
-        with pytest.raises(RuntimeError, match="No Such CJK Font.*fonts-noto-cjk"):
-            image_words.Words("zh_CN", TABLE)
-    finally:
-        monkeypatch.undo()
-        image_words.font_family.cache_clear()
+def test_a_missing_font_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="No Such CJK Font.*fonts-noto-cjk"):
+        image_words.Words("zh_CN", TABLE, "No Such CJK Font")
 
 
 def _frames_json(explorer: Explorer) -> str:
@@ -134,11 +129,11 @@ def test_an_explorer_carries_its_pictures_in_each_edition(name):
     must draw their own, and leave the English ones as they were."""
     explorer = all_explorers()[name]()
     english = _frames_json(explorer)
-    collect = image_words.Words("zh_CN", {})
+    collect = image_words.Words("zh_CN", {}, FONTS["zh_CN"])
     with explorer._drawn_in(collect):
         explorer.frames()
     table = {key: "词" + key for key in collect.seen}
-    image_words.render_editions({"zh_CN": table, "zh_TW": table})
+    image_words.render_editions({"zh_CN": table, "zh_TW": table}, FONTS)
     try:
         bundle, metadata = explorer._repr_mimebundle_()
     finally:
@@ -204,7 +199,7 @@ def test_a_chapter_executed_for_the_book_carries_every_figure_in_each_edition(
 def test_a_chinese_notebook_draws_its_figures_in_its_language_only():
     explorer_class = all_explorers()["ch03_softmax.temperature"]
     english = _frames_json(explorer_class())
-    image_words.use_image_words("zh_TW", {"query": "查詢"})
+    image_words.use_image_words("zh_TW", {"query": "查詢"}, FONTS["zh_TW"])
     try:
         explorer = explorer_class()
         assert _frames_json(explorer) != english
@@ -229,7 +224,7 @@ def test_an_editions_repeated_pictures_are_not_drawn_again():
 
     explorer = Explorer(draw, {"n": [1, 2, 3], "unused": ["a", "b"]}, dpi=40)
     table = {"P after {0} training steps": "训练 {0} 步后的 P"}
-    image_words.render_editions({"zh_CN": table})
+    image_words.render_editions({"zh_CN": table}, FONTS)
     try:
         bundle, metadata = explorer._repr_mimebundle_()
     finally:
