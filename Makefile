@@ -31,9 +31,11 @@ book: $(STAMP) fonts
 	$(PY) -m booktools.editions build en zh_CN zh_TW
 	@echo "Built. Open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:8000"
 
-# the Chinese editions draw their figures' words in Noto Sans CJK (transformer_lib/viz/image_words.py)
+# the Chinese editions draw their figures' words in Noto Sans CJK (booktools/figures.py FONTS);
+# grep reads all of fc-list's output: with -q it would stop at the first match, and
+# fc-list's SIGPIPE would fail the pipe (pipefail) and start an install
 fonts:
-	@fc-list 2>/dev/null | grep -qi "noto sans cjk" || { \
+	@fc-list 2>/dev/null | grep -i "noto sans cjk" >/dev/null || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			echo "installing fonts-noto-cjk (the Chinese editions' figures need it)"; \
 			apt-get update -qq && apt-get install -y -qq fonts-noto-cjk >/dev/null; \
