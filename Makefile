@@ -16,20 +16,26 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-compile -r requirements.txt  # no .pyc for the packages' every file
 	@touch $(STAMP)
 
-## make book: execute every notebook, side by side, into the jupyter-cache (tools/run_notebooks.py),
-## then build from it, side by side, the site into _build/html and the Chinese editions into
-## _build/html/zh_CN and _build/html/zh_TW with the catalogs in locales/ (tools/editions.py;
-## each build fails on any error or warning). Under make test, every exercise solution
-## also runs after its chapter, in the chapter's kernel (SOLUTIONS=1).
+## make book: execute every chapter with nbval, side by side (pytest-xdist, a chapter per
+## worker), into the jupyter-cache (booktools/execute.py, a pytest plugin), then build from
+## it, side by side, the site into _build/html and the Chinese editions into
+## _build/html/zh_CN and _build/html/zh_TW with the catalogs in locales/
+## (booktools/editions.py; each build fails on any error or warning). Under make test,
+## every exercise solution also runs after its chapter, in the chapter's kernel (SOLUTIONS=1).
+# one torch thread per kernel, one kernel per core
+NBVAL := OMP_NUM_THREADS=1 PYDEVD_DISABLE_FILE_VALIDATION=1 $(PY) -m pytest --nbval-lax \
+	-n auto --dist loadfile -q -p no:cacheprovider
 book: $(STAMP) fonts
 	rm -rf _build/html _build/jupyter_execute _build/.jupyter_cache _build/.doctrees
-	$(PY) tools/run_notebooks.py $(if $(SOLUTIONS),--solutions)
-	$(PY) tools/editions.py build en zh_CN zh_TW
+	$(NBVAL) $(if $(SOLUTIONS),--solutions) book/
+	$(PY) -m booktools.editions build en zh_CN zh_TW
 	@echo "Built. Open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:8000"
 
-# the Chinese editions draw their figures' words in Noto Sans CJK (transformer_lib/viz/image_words.py)
+# the Chinese editions draw their figures' words in Noto Sans CJK (booktools/figures.py FONTS);
+# grep reads all of fc-list's output: with -q it would stop at the first match, and
+# fc-list's SIGPIPE would fail the pipe (pipefail) and start an install
 fonts:
-	@fc-list 2>/dev/null | grep -qi "noto sans cjk" || { \
+	@fc-list 2>/dev/null | grep -i "noto sans cjk" >/dev/null || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			echo "installing fonts-noto-cjk (the Chinese editions' figures need it)"; \
 			apt-get update -qq && apt-get install -y -qq fonts-noto-cjk >/dev/null; \
@@ -40,7 +46,7 @@ fonts:
 ## make catalogs: after changing English text, refresh locales/zh_CN (changed entries turn fuzzy
 ## and tests/test_translations.py fails until they are translated again)
 catalogs: $(STAMP)
-	$(PY) tools/editions.py catalogs
+	$(PY) -m booktools.editions catalogs
 
 ## make serve: serve the built site on 127.0.0.1:8000
 serve:
@@ -57,7 +63,7 @@ lab: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
-	PYTHONPATH=$(CURDIR) $(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/lint-imports --no-cache
 
 ## make test: lint, the book (every notebook executed once, each followed by its exercise
 ## solutions), the library tests and the browser tests
@@ -69,9 +75,9 @@ test-lib: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q -n auto --ignore=tests/test_site.py --ignore=tests/test_live_widget.py
 
 ## every notebook and its exercise solutions, without building the site (make test does this as
-## part of the book); one chapter: .venv/bin/python tools/run_notebooks.py --solutions book/03_softmax.ipynb
-test-notebooks: $(STAMP)
-	$(PY) tools/run_notebooks.py --solutions
+## part of the book); one chapter: .venv/bin/python -m pytest --nbval-lax --solutions book/03_softmax.ipynb
+test-notebooks: $(STAMP) fonts
+	$(NBVAL) --solutions book/
 
 ## the browser tests: the built site with no kernel and no network, and the live widget in JupyterLab;
 ## three pytest-xdist workers, as a worker spends much of its time waiting on its browser

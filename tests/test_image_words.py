@@ -3,8 +3,8 @@
 A figure's texts are swapped for their translations and drawn with a CJK font, then put
 back: the English picture must come out byte-identical afterwards. The catalog keys
 take the numbers out of a text, and a translation gets them back. A chapter executed
-as the book executes it (tools/run_notebooks.py) carries each figure's pictures in the
-other languages, however the figure was shown.
+as the book executes it (nbval, with booktools/execute.py) carries each figure's
+pictures in the other languages, however the figure was shown.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ import base64
 import json
 import logging
 import re
-import sys
 import warnings
-from pathlib import Path
 
 import matplotlib
 
@@ -25,14 +23,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from test_execute import execute_chapter  # noqa: E402
 
+from booktools.figures import FONTS  # noqa: E402
 from transformer_lib.viz import Explorer, all_explorers, image_words  # noqa: E402
 from transformer_lib.viz.static import frames  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import run_notebooks  # noqa: E402
 
 _FRAMES = re.compile(r'class="tl-frames">(.*?)</script>', re.S)
 
@@ -102,7 +97,7 @@ def test_words_are_drawn_in_the_language_then_english_again(caplog):
     english = _png(fig)
     with warnings.catch_warnings(), caplog.at_level(logging.WARNING):
         warnings.simplefilter("error")  # a glyph missing from the fonts is an error
-        with image_words.drawn_in(fig, "zh_CN", TABLE) as words:
+        with image_words.drawn_in(fig, "zh_CN", TABLE, FONTS["zh_CN"]) as words:
             assert ax.get_title() == "训练 40 步后的 P"
             assert ax.get_xlabel() == "温度 $\\tau$"  # CJK inside mathtext too
             assert ax.get_legend().get_texts()[0].get_text() == "权重"
@@ -119,15 +114,9 @@ def test_words_are_drawn_in_the_language_then_english_again(caplog):
     plt.close(fig)
 
 
-def test_a_missing_font_is_a_clear_error(monkeypatch):
-    monkeypatch.setitem(image_words.FONTS, "zh_CN", "No Such CJK Font")
-    image_words.font_family.cache_clear()
-    try:
-        with pytest.raises(RuntimeError, match="No Such CJK Font.*fonts-noto-cjk"):
-            image_words.Words("zh_CN", TABLE)
-    finally:
-        monkeypatch.undo()
-        image_words.font_family.cache_clear()
+def test_a_missing_font_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="No Such CJK Font.*fonts-noto-cjk"):
+        image_words.Words("zh_CN", TABLE, "No Such CJK Font")
 
 
 def _frames_json(explorer: Explorer) -> str:
@@ -140,11 +129,11 @@ def test_an_explorer_carries_its_pictures_in_each_edition(name):
     must draw their own, and leave the English ones as they were."""
     explorer = all_explorers()[name]()
     english = _frames_json(explorer)
-    collect = image_words.Words("zh_CN", {})
+    collect = image_words.Words("zh_CN", {}, FONTS["zh_CN"])
     with explorer._drawn_in(collect):
         explorer.frames()
     table = {key: "词" + key for key in collect.seen}
-    image_words.render_editions({"zh_CN": table, "zh_TW": table})
+    image_words.render_editions({"zh_CN": table, "zh_TW": table}, FONTS)
     try:
         bundle, metadata = explorer._repr_mimebundle_()
     finally:
@@ -184,11 +173,14 @@ def test_a_chapter_executed_for_the_book_carries_every_figure_in_each_edition(
     nb.cells = [nbformat.v4.new_code_cell(src) for src in CHAPTER]
     nbformat.write(nb, path)
     table = {"P after {0} training steps": "训练 {0} 步后的 P", "weight": "权重"}
-    result = run_notebooks.run_one(path, False, 1, {"zh_CN": table, "zh_TW": table})
-    assert result.error is None, result.error
-    assert [c.execution_count for c in result.notebook.cells] == [1, 2, 3, 4, 5]
+    status, tests, executed = execute_chapter(
+        path, tmp_path, tables={"zh_CN": table, "zh_TW": table}
+    )
+    assert status == 0, tests
+    executed = nbformat.from_dict(executed)
+    assert [c.execution_count for c in executed.cells] == [1, 2, 3, 4, 5]
     pictures = []
-    for cell in result.notebook.cells[1:]:
+    for cell in executed.cells[1:]:
         (out,) = [o for o in cell.outputs if "data" in o]
         mime = next(m for m in out.data if m.endswith("image/png"))
         pictures.append((out.data[mime], out.metadata.get("image/png", {})))
@@ -207,7 +199,7 @@ def test_a_chapter_executed_for_the_book_carries_every_figure_in_each_edition(
 def test_a_chinese_notebook_draws_its_figures_in_its_language_only():
     explorer_class = all_explorers()["ch03_softmax.temperature"]
     english = _frames_json(explorer_class())
-    image_words.use_image_words("zh_TW", {"query": "查詢"})
+    image_words.use_image_words("zh_TW", {"query": "查詢"}, FONTS["zh_TW"])
     try:
         explorer = explorer_class()
         assert _frames_json(explorer) != english
@@ -232,7 +224,7 @@ def test_an_editions_repeated_pictures_are_not_drawn_again():
 
     explorer = Explorer(draw, {"n": [1, 2, 3], "unused": ["a", "b"]}, dpi=40)
     table = {"P after {0} training steps": "训练 {0} 步后的 P"}
-    image_words.render_editions({"zh_CN": table})
+    image_words.render_editions({"zh_CN": table}, FONTS)
     try:
         bundle, metadata = explorer._repr_mimebundle_()
     finally:

@@ -25,7 +25,6 @@ import http.server
 import json
 import os
 import re
-import sys
 import threading
 import time
 from html import escape as html_escape
@@ -91,7 +90,7 @@ def _toc_pages() -> list[str]:
 
 PAGES = _toc_pages()
 # The book's editions: English at the site root, the Chinese ones in their own directory
-# (tools/editions.py); every page exists in each.
+# (booktools/editions.py); every page exists in each.
 EDITIONS = {"": "en", "zh_CN/": "zh-CN", "zh_TW/": "zh-TW"}
 EDITION_PAGES = [e + p for e in EDITIONS for p in PAGES]
 
@@ -816,11 +815,11 @@ def test_figure_catalog_has_exactly_the_words_of_the_figures(site):
     """locales/zh_CN/LC_MESSAGES/figures.po holds every title, control label, option,
     hover hint, hover row and column name and masked-cell word of the English site's
     interactive figures, and nothing else (`make catalogs` refreshes it)."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    import editions
     from babel.messages.pofile import read_po
 
-    words = editions.site_figure_words(site)
+    from booktools.figures import site_figure_words
+
+    words = site_figure_words(site)
     path = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "figures.po"
     with path.open("rb") as f:
         catalog = {str(m.id) for m in read_po(f) if m.id}
@@ -836,9 +835,9 @@ def test_figure_words_are_translated(site, edition):
     """On a Chinese page, the interactive figures' words (titles, labels, options, the
     hover hint and read-out) are the catalog's translations (example sentences and
     numbers are data and stay), and so is the alt text of each picture."""
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
     from babel.messages.pofile import read_po
-    from tl_i18n import ALT, EXPLORER, figure_words
+
+    from booktools.figures import ALT, EXPLORER, figure_words
 
     path = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "figures.po"
     with path.open("rb") as f:
@@ -867,9 +866,9 @@ def test_figure_words_are_translated(site, edition):
 def test_theme_words_are_translated(site, edition):
     """The theme's tooltips, landmark labels and footer, which its own catalogs leave
     in English, come from locales/zh_CN/LC_MESSAGES/theme.po on every page."""
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
     from babel.messages.pofile import read_po
-    from tl_i18n import THEME_ATTRIBUTE
+
+    from booktools.sphinx_ext import THEME_ATTRIBUTE
 
     with (ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "theme.po").open("rb") as f:
         words = {str(m.id) for m in read_po(f) if m.id}

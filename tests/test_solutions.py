@@ -1,20 +1,20 @@
 """Every exercise solution runs: a solution in a dropdown is code a learner will paste.
 
-Two layers keep the solutions working (``tools/solutions.py`` reads them from a
+Two layers keep the solutions working (``booktools/solutions.py`` reads them from a
 chapter):
 
 1. **Static, here** (``make test-lib``, a second): every exercise has exactly one
    solution; every solution's code parses; every name it reads is defined by the
    solution, by the chapter's code cells or by Python; an implementation exercise's
    solution has code.
-2. **Executed, with the chapter** (``tools/run_notebooks.py --solutions``, which
+2. **Executed, with the chapter** (``pytest --nbval-lax --solutions``, which
    ``make test`` runs as the book's execution): each solution runs after the chapter's
    last cell, in the same kernel, so the chapter is executed once for the book and its
    solutions together. A solution runs in a copy of the chapter's namespace, as if a
    learner had pasted it alone at the end of the notebook, followed by its exercise's
    check cell with the stub removed. It fails when either raises, or when a checker
    still reports "not attempted". Run one chapter's solutions with
-   ``python tools/run_notebooks.py --solutions book/03_softmax.ipynb``.
+   ``.venv/bin/python -m pytest --nbval-lax --solutions book/03_softmax.ipynb``.
 """
 
 from __future__ import annotations
@@ -24,18 +24,15 @@ import builtins
 import functools
 import json
 import symtable
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from test_execute import execute_chapter
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import run_notebooks  # noqa: E402
-from solutions import (  # noqa: E402
-    CHAPTERS,
+from booktools import execute
+from booktools.paths import CHAPTERS
+from booktools.solutions import (
     all_exercises,
     as_python,
     notebook_cells,
@@ -203,21 +200,29 @@ def test_solutions_run_after_the_chapter_in_its_kernel(tmp_path):
             c["metadata"] = {}
     path = tmp_path / "chapter.ipynb"
     path.write_text(json.dumps(NOTEBOOK), encoding="utf-8")
-    result = run_notebooks.run_one(path, with_solutions=True, threads=1)
-    assert result.error is None, result.error
-    assert set(result.solutions) == {"ex-good", "ex-broken", "ex-stub"}
-    assert result.solutions["ex-good"] is None, result.solutions["ex-good"]
-    assert "NameError" in result.solutions["ex-broken"], result.solutions
-    assert "undefined_name" in result.solutions["ex-broken"], result.solutions
-    assert "not attempted" in result.solutions["ex-stub"], result.solutions
-    assert len(result.failures) == 2, result.failures
-    # the executed chapter keeps its own cells only, with their outputs
-    executed = nbformat.from_dict(result.notebook)
-    assert len(executed.cells) == len(NOTEBOOK["cells"])
-    assert executed.cells[2].outputs[0]["text"] == "not attempted yet\n"
+    status, tests, executed = execute_chapter(path, tmp_path, solutions=True)
+    solutions = {
+        name.removeprefix("solution "): why
+        for name, why in tests.items()
+        if name.startswith("solution ")
+    }
+    assert status == 1
+    assert set(solutions) == {"ex-good", "ex-broken", "ex-stub"}
+    assert solutions["ex-good"] is None, solutions["ex-good"]
+    assert "NameError" in solutions["ex-broken"], solutions
+    assert "undefined_name" in solutions["ex-broken"], solutions
+    assert "not attempted" in solutions["ex-stub"], solutions
+    failures = [name for name, why in tests.items() if why is not None]
+    assert len(failures) == 2, failures
+    # the executed chapter keeps its own cells only, with their outputs (the cache
+    # stores a notebook's code cells)
+    executed = nbformat.from_dict(executed)
+    code = [c for c in NOTEBOOK["cells"] if c["cell_type"] == "code"]
+    assert ["".join(c.source) for c in executed.cells] == [c["source"] for c in code]
+    assert executed.cells[1].outputs[0]["text"] == "not attempted yet\n"
 
 
-def test_a_failing_chapter_cell_stops_the_chapter(tmp_path):
+def test_a_failing_chapter_cell_fails_the_run_and_the_chapter_is_not_cached(tmp_path):
     import nbformat
 
     nb = nbformat.v4.new_notebook()
@@ -228,15 +233,16 @@ def test_a_failing_chapter_cell_stops_the_chapter(tmp_path):
     ]
     path = tmp_path / "broken.ipynb"
     nbformat.write(nb, path)
-    result = run_notebooks.run_one(path, with_solutions=True, threads=1)
-    assert result.notebook is None and "shape (2, 3) is wrong" in result.error
-    assert result.failures == [f"broken.ipynb: {result.error}"]
+    status, tests, executed = execute_chapter(path, tmp_path, solutions=True)
+    assert status == 1 and executed is None
+    failures = [why for why in tests.values() if why is not None]
+    assert len(failures) == 1 and "shape (2, 3) is wrong" in failures[0], tests
 
 
 def test_every_chapter_has_a_typical_time_so_a_fresh_clone_starts_the_slowest_first():
-    typical = json.loads(run_notebooks.TYPICAL_TIMES.read_text())
+    typical = json.loads(execute.TYPICAL_TIMES.read_text())
     assert sorted(typical) == sorted(p.name for p in CHAPTERS), (
-        "tools/notebook-seconds.json must list every chapter: copy "
+        "booktools/notebook-seconds.json must list every chapter: copy "
         "_build/notebook-times.json over it after a clean `make test`"
     )
     assert all(seconds > 0 for seconds in typical.values())

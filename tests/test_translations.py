@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
+from booktools import catalogs, editions, figures, po_check
+from booktools import notebooks as translate_notebooks
 
-import editions  # noqa: E402
-import po_check  # noqa: E402
-import translate_notebooks  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 ZH_CN = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
@@ -106,7 +103,7 @@ def test_the_checker_accepts_a_faithful_translation():
 
 # --------------------------------------------------------------- zh_TW overrides
 @pytest.mark.parametrize(
-    "row", editions.ZH_TW_OVERRIDES, ids=[r[0] for r in editions.ZH_TW_OVERRIDES]
+    "row", catalogs.ZH_TW_OVERRIDES, ids=[r[0] for r in catalogs.ZH_TW_OVERRIDES]
 )
 def test_each_override_corrects_what_opencc_really_says(row):
     import opencc
@@ -116,9 +113,9 @@ def test_each_override_corrects_what_opencc_really_says(row):
         f"OpenCC no longer turns {simplified} into {opencc_says}: update the table"
     )
     assert ours != opencc_says and CJK.search(ours) and len(reason) > 10
-    assert editions.to_taiwan(simplified) == ours
+    assert catalogs.to_taiwan(simplified) == ours
     # and inside a sentence, next to other words
-    assert ours in editions.to_taiwan(f"模型里的{simplified}很重要")
+    assert ours in catalogs.to_taiwan(f"模型里的{simplified}很重要")
 
 
 def test_no_overridden_phrase_survives_in_the_traditional_catalogs():
@@ -126,8 +123,8 @@ def test_no_overridden_phrase_survives_in_the_traditional_catalogs():
     for path in po_check.catalogs():
         for m in read(path):
             if m.id and m.string:
-                tw = editions.to_taiwan(str(m.string))
-                for _, opencc_says, _, _ in editions.ZH_TW_OVERRIDES:
+                tw = catalogs.to_taiwan(str(m.string))
+                for _, opencc_says, _, _ in catalogs.ZH_TW_OVERRIDES:
                     if opencc_says in tw:
                         leftovers.append(f"{path.name}: {opencc_says} in {tw[:60]}")
     assert not leftovers, "\n".join(leftovers)
@@ -135,7 +132,7 @@ def test_no_overridden_phrase_survives_in_the_traditional_catalogs():
 
 def test_conversion_leaves_markup_alone():
     text = "“残差连接”的参数：{eq}`eq-q`、$\\text{参数}$、`参数`、[参数](01_参数.ipynb)"
-    tw = editions.to_taiwan(text)
+    tw = catalogs.to_taiwan(text)
     want = "「殘差連接」的參數：{eq}`eq-q`、$\\text{参数}$、"
     assert tw == want + "`参数`、[參數](01_参数.ipynb)"
 
@@ -152,7 +149,7 @@ def test_glossary_traditional_column_is_what_the_zh_tw_edition_writes():
     assert len(rows) > 100
     wrong = []
     for term, hans, hant in rows:
-        want = editions.to_taiwan(hans)
+        want = catalogs.to_taiwan(hans)
         got = hant or hans
         if got != want:
             wrong.append(
@@ -204,16 +201,13 @@ def test_an_interactive_figure_is_translated_word_by_word(monkeypatch):
     import html as html_lib
     import itertools
 
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    sys.path.insert(0, str(ROOT / "tests"))
     import test_viz
-    import tl_i18n
 
     from transformer_lib.viz import static
 
     monkeypatch.setattr(static, "_counter", itertools.count())
     page = test_viz._pinned_figure().to_html()
-    words = tl_i18n.figure_words(page)
+    words = figures.figure_words(page)
     assert {"query", "key", "masked", "Point at a cell to read its value."} <= set(
         words
     ), words
@@ -231,33 +225,32 @@ def test_an_interactive_figure_is_translated_word_by_word(monkeypatch):
     }
     missing = [w for w in table if w not in words]
     assert not missing, f"not words of the figure as its HTML writes them: {missing}"
-    out = tl_i18n.translate_figure_words(page, table)
-    assert set(tl_i18n.figure_words(out)) <= set(table.values()) | set(words) - set(
+    out = figures.translate_figure_words(page, table)
+    assert set(figures.figure_words(out)) <= set(table.values()) | set(words) - set(
         table
     )
     for english in ('"query"', '"key"', '"masked"'):
         assert f":{english}" in page and f":{english}" not in out, english
     assert ">Point at" in page and ">Point at" not in out
-    info = json.loads(tl_i18n.DESCRIBE.search(out).group(2))
+    info = json.loads(figures.DESCRIBE.search(out).group(2))
     assert info["title"] == "钉住的图：α< β 等", info["title"]
     assert info["labels"] == ["大小 √n", "翻转<行>", "cmap", "note"], info["labels"]
     assert info["texts"][2] == ["viridis", "岩浆"] and info["masked"] == "被遮蔽"
-    alt = html_lib.unescape(tl_i18n.ALT.search(out).group(2))
+    alt = html_lib.unescape(figures.ALT.search(out).group(2))
     assert (
         alt == "钉住的图：α< β 等 (大小 √n: 3; 翻转<行>: False; cmap: viridis; note: a)"
     )
     frames = re.compile(r'"png":"[^"]+"')
     assert frames.findall(out) == frames.findall(page)
     # an alt text that explorer.js would not have written is an error, not a guess
-    broken = page.replace(tl_i18n.ALT.search(page).group(2), "something else")
+    broken = page.replace(figures.ALT.search(page).group(2), "something else")
     with pytest.raises(ValueError, match="something else"):
-        tl_i18n.translate_figure_words(broken, table)
+        figures.translate_figure_words(broken, table)
 
 
 def test_live_forms_show_the_editions_words():
     """In a Chinese notebook, use_words (the cell translate_notebooks adds) puts the
     edition's words on the live form: title, labels, options; the values stay."""
-    sys.path.insert(0, str(ROOT / "tests"))
     import test_viz
 
     from transformer_lib.viz import use_words
@@ -324,14 +317,14 @@ def _text(value: str | list[str]) -> str:
 @pytest.fixture(scope="module")
 def executed() -> list[tuple[str, dict]]:
     """(page, executed notebook) of every chapter in the English build's cache."""
-    found = [(page, nb) for page, _, nb in editions.cached_notebooks()]
+    found = [(page, nb) for page, _, nb in figures.cached_notebooks()]
     if len(found) < len(NOTEBOOKS) or not (SITE / "zh_TW").is_dir():
         pytest.fail("no built book with its editions: run `make book` first")
     return found
 
 
 def test_the_images_catalog_has_exactly_the_words_the_figures_draw(executed):
-    drawn = editions.image_words()
+    drawn = figures.image_words()
     catalog = {str(m.id) for m in read(ZH_CN / "images.po") if m.id}
     new = sorted(set(drawn) - catalog)
     gone = sorted(catalog - set(drawn))
@@ -375,7 +368,7 @@ def test_each_edition_shows_its_own_pictures_of_every_figure_with_words(executed
             frames = _page_frames(SITE / language, page)
             for cell in nb["cells"]:
                 for output in cell.get("outputs", []):
-                    for mime, entry in editions._edition_entries(output):
+                    for mime, entry in figures._edition_entries(output):
                         drawn = entry["tl_editions"][language]
                         if mime.endswith("image/png"):
                             english = _digest(_text(output["data"][mime]))

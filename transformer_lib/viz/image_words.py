@@ -1,10 +1,11 @@
-"""The words drawn inside the figures, in the Chinese editions' languages.
+"""The words drawn inside the figures, in other languages.
 
 A figure's title, axis labels, legend and notes are matplotlib ``Text`` artists: they
 end up as pixels, where no catalog of the page can reach them. So the figure is drawn
-once more per edition, with each of those texts swapped for its translation and set in
-a CJK font, right after the English picture is drawn (the data, the layout code and
-the kernel's state are the same; only the words differ).
+once more per language, with each of those texts swapped for its translation and set in
+that language's font, right after the English picture is drawn (the data, the layout
+code and the kernel's state are the same; only the words differ). Which languages,
+their words and their fonts are the caller's: this module knows none of them.
 
 The translations are a table ``{key: translation}`` per language. A text's key is the
 text with every number outside ``$...$`` written as ``{0}``, ``{1}``, ...:
@@ -14,14 +15,17 @@ math and numbers (tick values, ``$\\sqrt{d_k}$``) has no words, and is never loo
 
 Two uses:
 
-* ``render_editions({language: table})``, which ``tools/run_notebooks.py`` calls when it
-  builds the book: every figure shown inline, and every :class:`~.interactive.Explorer`,
-  then also carries its pictures in the other languages, in its output's metadata
-  (``tl_editions``), with the keys of the English texts it drew (``tl_words``: what
-  ``tools/editions.py catalogs`` turns into ``images.po``). Each edition's build puts
-  its own pictures in place of the English ones.
-* ``use_image_words(language, table)``, which a Chinese notebook calls in its first
-  cells: from then on, figures are drawn in that language only.
+* ``render_editions({language: table}, {language: font})``, which the book's build
+  (``booktools``) calls in each chapter's kernel: every figure shown inline, and every
+  :class:`~.interactive.Explorer`, then also carries its pictures in the other
+  languages, in its output's metadata (``tl_editions``), with the keys of the English
+  texts it drew (``tl_words``, from which the build makes its catalog).
+* ``use_image_words(language, table, font)``, which a translated notebook calls in its
+  first cells: from then on, figures are drawn in that language only.
+
+A figure shown inline becomes a PNG through IPython's ``image/png`` display formatter;
+:class:`PNGInWords`, a subclass of it put in its place, draws the other languages' words
+too (``%matplotlib inline`` registers matplotlib's printer on it as on any formatter).
 """
 
 from __future__ import annotations
@@ -39,9 +43,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-# the font of each edition's words; Latin letters and digits in a translated text are
-# drawn by it too (it has them), math by matplotlib's own fonts
-FONTS = {"zh_CN": "Noto Sans CJK SC", "zh_TW": "Noto Sans CJK TC"}
+# a language's font draws the Latin letters and digits of a translated text too (a CJK
+# font has them), math is drawn by matplotlib's own fonts
 FALLBACK = "DejaVu Sans"  # matplotlib's own default, for any glyph the CJK font lacks
 
 _MATH = re.compile(r"\$[^$]*\$")
@@ -54,8 +57,8 @@ _SLOT = re.compile(r"\{(\d+)\}")
 _LETTER = re.compile(r"[^\W\d_]")
 _SCIENTIFIC = re.compile(r"\d(?:\.\d+)?e[-+\u2212]?\d+")  # 1e-3: a number, not a word
 
-_EDITIONS: dict[str, dict[str, str]] = {}  # language -> table, while the book builds
-_LIVE: dict[str, Any] = {}  # {"language": ..., "table": ...}: a Chinese notebook
+_EDITIONS: dict[str, tuple[dict[str, str], str]] = {}  # language -> (table, font)
+_LIVE: dict[str, Any] = {}  # {"language": ..., "table": ..., "font": ...}
 
 
 def _outside_math(text: str, change) -> str:
@@ -100,13 +103,12 @@ def translate(text: str, table: dict[str, str]) -> str | None:
 
 
 @functools.cache
-def font_family(language: str) -> tuple[str, str]:
-    """The font family list for a language's words; a clear error if this machine
-    lacks the font (matplotlib's font list may predate its installation: the system's
-    CJK fonts are then added to it)."""
+def font_family(name: str) -> tuple[str, str]:
+    """The font family list for words in the font ``name``; a clear error if this
+    machine lacks the font (matplotlib's font list may predate its installation: the
+    system's CJK fonts are then added to it)."""
     from matplotlib import font_manager
 
-    name = FONTS[language]
     manager = font_manager.fontManager
     if not any(f.name == name for f in manager.ttflist):
         for path in font_manager.findSystemFonts():
@@ -114,9 +116,8 @@ def font_family(language: str) -> tuple[str, str]:
                 manager.addfont(path)
     if not any(f.name == name for f in manager.ttflist):
         raise RuntimeError(
-            f"the {language} edition draws its figures' words in the font {name!r},"
-            " which this machine lacks: install it (Debian: apt-get install"
-            " fonts-noto-cjk)"
+            f"the figures' words are to be drawn in the font {name!r}, which this"
+            " machine lacks: install it (Debian: apt-get install fonts-noto-cjk)"
         )
     return (name, FALLBACK)
 
@@ -141,9 +142,9 @@ class Words:
     font of every artist it changed that still exists.
     """
 
-    def __init__(self, language: str, table: dict[str, str]) -> None:
+    def __init__(self, language: str, table: dict[str, str], font: str) -> None:
         self.language, self.table = language, table
-        self.family = list(font_family(language))
+        self.family = list(font_family(font))
         self.seen: dict[str, None] = {}  # keys, in the order first drawn
         self._before: dict[Any, tuple[str, list[str]]] = {}
         self._done: dict[Any, str] = {}  # artist -> the translation it was given
@@ -189,9 +190,9 @@ class Words:
             self.restore()
 
 
-def drawn_in(fig: Figure, language: str, table: dict[str, str]):
+def drawn_in(fig: Figure, language: str, table: dict[str, str], font: str):
     """Within the block, ``fig``'s texts are in ``language``; English again after."""
-    return Words(language, table).drawn(fig)
+    return Words(language, table, font).drawn(fig)
 
 
 class _Records(logging.Handler):
@@ -231,35 +232,46 @@ def every_glyph_drawn(language: str) -> Iterator[None]:
 
 
 # ------------------------------------------------------------------ the two uses
-def render_editions(tables: dict[str, dict[str, str]]) -> None:
-    """Also draw every figure in each of these languages, into its output's metadata
-    (``tools/run_notebooks.py`` calls this before a chapter's first cell).
+def render_editions(
+    tables: dict[str, dict[str, str]], fonts: dict[str, str] | None = None
+) -> None:
+    """Also draw every figure in each language of ``tables`` ({language: {key:
+    translation}}), in its font (``fonts``: {language: font name}), into its output's
+    metadata (the book's build calls this before a chapter's first cell).
     ``render_editions({})`` stops."""
+    fonts = fonts or {}
     for language in tables:
-        font_family(language)  # fail now, not in the middle of a chapter
+        font_family(fonts[language])  # fail now, not in the middle of a chapter
     _EDITIONS.clear()
-    _EDITIONS.update(tables)
-    _patch_inline_figures()
+    _EDITIONS.update({lang: (table, fonts[lang]) for lang, table in tables.items()})
+    _use_png_formatter()
 
 
-def use_image_words(language: str | None, table: dict[str, str] | None = None) -> None:
-    """Draw the figures' words in ``language`` from now on (None: English again).
-    A Chinese notebook's first cells call this."""
+def use_image_words(
+    language: str | None,
+    table: dict[str, str] | None = None,
+    font: str | None = None,
+) -> None:
+    """Draw the figures' words in ``language`` from now on, from ``table`` and in the
+    font ``font`` (``use_image_words(None)``: English again). A translated notebook's
+    first cells call this."""
     _LIVE.clear()
     if language is not None:
-        font_family(language)
-        _LIVE.update(language=language, table=table or {})
-        _patch_inline_figures()
+        if font is None:
+            raise ValueError(f"use_image_words({language!r}, ...) needs the font")
+        font_family(font)
+        _LIVE.update(language=language, table=table or {}, font=font)
+        _use_png_formatter()
 
 
 def live_words() -> Words | None:
     """A fresh ``Words`` for the notebook's language, or None in English."""
-    return Words(_LIVE["language"], _LIVE["table"]) if _LIVE else None
+    return Words(_LIVE["language"], _LIVE["table"], _LIVE["font"]) if _LIVE else None
 
 
 def editions() -> dict[str, dict[str, str]]:
     """The languages the book is being built in, besides English: {language: table}."""
-    return dict(_EDITIONS)
+    return {language: table for language, (table, _) in _EDITIONS.items()}
 
 
 def edition_pictures(draw: Callable[[Words], Any]) -> dict[str, Any] | None:
@@ -269,8 +281,8 @@ def edition_pictures(draw: Callable[[Words], Any]) -> dict[str, Any] | None:
     has no words). ``{"tl_editions": {language: picture}, "tl_words": [keys]}``, or
     None if the figure has no words."""
     pictures, seen = {}, {}
-    for language, table in _EDITIONS.items():
-        words = Words(language, table)
+    for language, (table, font) in _EDITIONS.items():
+        words = Words(language, table, font)
         with every_glyph_drawn(language):
             picture = draw(words)
         if not words.seen:  # the same figure has the same words in every language
@@ -281,48 +293,60 @@ def edition_pictures(draw: Callable[[Words], Any]) -> dict[str, Any] | None:
 
 
 @functools.cache
-def _patch_inline_figures() -> None:
-    """Wrap IPython's ``print_figure``, which turns a figure shown inline (``plt.show``,
-    a figure left as a cell's value, ``glue``) into its PNG. Once per kernel; a later
-    ``%matplotlib inline`` registers the wrapped function too."""
+def _png_formatter_class():
+    from IPython.core.formatters import PNGFormatter
+
+    class PNGInWords(PNGFormatter):
+        """IPython's ``image/png`` formatter, which also draws a figure in the
+        languages of :func:`use_image_words` (that one only) or of
+        :func:`render_editions` (into the output's metadata)."""
+
+        def __call__(self, obj):
+            from matplotlib.figure import Figure
+
+            if not isinstance(obj, Figure):
+                return super().__call__(obj)
+            words = live_words()
+            if words is not None:  # a translated notebook: that language only
+                with words.drawn(obj):
+                    return super().__call__(obj)
+            data = super().__call__(obj)
+            if not _EDITIONS or data is None:
+                return data
+
+            def draw(words: Words) -> str | None:
+                with words.drawn(obj):
+                    if not words.seen:  # no words: no second picture
+                        return None
+                    png = super(PNGInWords, self).__call__(obj)
+                return png if isinstance(png, str) else base64.b64encode(png).decode()
+
+            metadata = edition_pictures(draw)
+            return data if metadata is None else (data, metadata)
+
+    return PNGInWords
+
+
+def _use_png_formatter() -> None:
+    """Put :class:`PNGInWords` in place of the kernel's ``image/png`` formatter, with
+    the printers registered on it so far (once per kernel; none outside IPython).
+    Every way a figure is shown inline (``plt.show``, a figure left as a cell's value,
+    ``display``, ``glue``) goes through it."""
     try:
         from IPython import get_ipython
-        from IPython.core import pylabtools
     except ImportError:  # not in IPython: nothing is shown inline
         return
-    original = pylabtools.print_figure
-
-    def print_figure(fig, fmt="png", *args, **kwargs):
-        if fmt != "png":
-            return original(fig, fmt, *args, **kwargs)
-        words = live_words()
-        if words is not None:  # a Chinese notebook: that language only
-            with words.drawn(fig):
-                return original(fig, fmt, *args, **kwargs)
-        data = original(fig, fmt, *args, **kwargs)
-        if not _EDITIONS:
-            return data
-
-        def draw(words: Words) -> str | None:
-            with words.drawn(fig):
-                if not words.seen:  # no words: no second picture
-                    return None
-                png = original(fig, fmt, *args, **kwargs)
-            return png if isinstance(png, str) else base64.b64encode(png).decode()
-
-        metadata = edition_pictures(draw)
-        return data if metadata is None else (data, metadata)
-
-    pylabtools.print_figure = print_figure
     shell = get_ipython()
-    if shell is not None and hasattr(shell, "display_formatter"):
-        from matplotlib.figure import Figure
-
-        formatter = shell.display_formatter.formatters["image/png"]
-        current = formatter.lookup_by_type(Figure) if Figure in formatter else None
-        if current is not None:
-            kwargs = dict(getattr(current, "keywords", {}) or {})
-            formatter.for_type(
-                Figure,
-                functools.partial(print_figure, **kwargs),
-            )
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return
+    formatters = shell.display_formatter.formatters
+    current = formatters["image/png"]
+    cls = _png_formatter_class()
+    if isinstance(current, cls):
+        return
+    ours = cls(parent=shell.display_formatter)
+    ours.enabled = current.enabled
+    ours.singleton_printers.update(current.singleton_printers)
+    ours.type_printers.update(current.type_printers)
+    ours.deferred_printers.update(current.deferred_printers)
+    formatters["image/png"] = ours

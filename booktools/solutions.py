@@ -6,7 +6,7 @@ in the gated form, code cells between ``{solution-start}`` and ``{solution-end}`
 implementation exercise also has a code cell with a stub (``raise NotImplementedError``)
 and a check.
 
-``tools/run_notebooks.py`` runs each solution after its chapter, in the chapter's kernel
+:mod:`booktools.execute` runs each solution after its chapter, in the chapter's kernel
 (:func:`runner_source`); ``tests/test_solutions.py`` checks them statically.
 """
 
@@ -20,9 +20,7 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BOOK = ROOT / "book"
-CHAPTERS = sorted(BOOK.glob("[0-9][0-9]*.ipynb"))  # 07b_depth too
+from .paths import CHAPTERS
 
 # ```{exercise} / ````{solution} label / :::{exercise} ... up to the same fence
 DIRECTIVE = re.compile(

@@ -7,11 +7,11 @@ chapter's entries of the catalog figures.po) and has the figures drawn with the
 edition's words inside them (``transformer_lib.viz.image_words.use_image_words``, with
 the chapter's entries of images.po).
 
-    python tools/translate_notebooks.py zh_CN book/01_qkv.ipynb out.ipynb
+    python -m booktools.notebooks zh_CN book/01_qkv.ipynb out.ipynb
 
 The Sphinx message of a block is its Markdown source with newlines made spaces, so
 each block is found again by parsing the cell with the same MyST Markdown parser and
-using the line numbers of its tokens. ``tools/editions.py`` calls
+using the line numbers of its tokens. :mod:`booktools.editions` calls
 ``translate_site_notebooks`` to put these notebooks behind each edition's download
 button (``_sources/book/*.ipynb``).
 """
@@ -23,17 +23,15 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from .catalogs import catalog_path, read_translations
+from .figures import FONTS
+from .paths import BOOK
 
-from tl_i18n import read_translations  # noqa: E402
-
-LOCALES = {"zh_CN": ROOT / "locales", "zh_TW": ROOT / "_build" / "locales"}
 EXTENSIONS = ["amsmath", "dollarmath", "colon_fence", "deflist", "substitution"]
 
 
 def load_catalog(language: str, docname: str) -> dict[str, str]:
-    path = LOCALES[language] / language / "LC_MESSAGES" / f"{docname}.po"
+    path = catalog_path(language, docname)
     return read_translations(str(path)) if path.exists() else {}
 
 
@@ -164,7 +162,7 @@ def figure_words(
     """The translated words of one chapter's figures: its interactive figures' forms
     (``figures``) or the words drawn inside its pictures (``images``); not the data
     words, which the catalog keeps as they are."""
-    path = LOCALES[language] / language / "LC_MESSAGES" / f"{catalog}.po"
+    path = catalog_path(language, catalog)
     if not path.exists():
         return {}
     words = read_translations(str(path), location=docname)
@@ -184,7 +182,7 @@ def with_figure_words(
     image_words: dict[str, str] | None = None,
 ) -> dict:
     """The notebook with a cell after its first code cell: use_words(words), and
-    use_image_words(language, image_words)."""
+    use_image_words(language, image_words, font)."""
     if not words and not image_words:
         return notebook
     lines = [WORDS_COMMENT[language]]
@@ -193,7 +191,7 @@ def with_figure_words(
     lines += _table("_form_words", words) + _table("_image_words", image_words or {})
     lines += [
         "use_words(_form_words)",
-        f"use_image_words({language!r}, _image_words)",
+        f"use_image_words({language!r}, _image_words, font={FONTS[language]!r})",
         "del _form_words, _image_words",
     ]
     cell = {
@@ -214,7 +212,7 @@ def translate_site_notebooks(language: str, site: Path) -> dict[str, tuple[int, 
     """Replace the English notebooks behind an edition's download buttons; returns
     {docname: (catalog entries used, catalog entries)}."""
     stats = {}
-    for src in sorted((ROOT / "book").glob("*.ipynb")):
+    for src in sorted(BOOK.glob("*.ipynb")):
         docname = f"book/{src.stem}"
         target = site / "_sources" / "book" / src.name
         if not target.exists():

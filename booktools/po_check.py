@@ -2,7 +2,7 @@
 the MyST markup of each msgstr the same as its msgid's (and the number slots {0}, {1},
 ... of a figure's words).
 
-    .venv/bin/python tools/po_check.py [FILE.po ...]   # default: every zh_CN catalog
+    .venv/bin/python -m booktools.po_check [FILE.po ...]  # default: every zh_CN one
 
 A translation may reword everything except what the build resolves: roles
 ({ref}, {eq}, {cite}, {glue}, ...), math, inline code and link targets must come
@@ -19,9 +19,8 @@ from pathlib import Path
 
 from babel.messages.pofile import read_po
 
-ROOT = Path(__file__).resolve().parents[1]
-LOCALES = ROOT / "locales"
-SOURCE_LANGUAGE = "zh_CN"  # the hand-written catalogs; zh_TW is derived from them
+from .catalogs import SOURCE_LANGUAGE
+from .paths import LOCALES, ROOT
 
 CJK = re.compile(r"[\u3400-\u9fff]")
 ROLE = re.compile(r"\{(?P<name>[\w:.-]+)\}`(?P<body>[^`]*)`")
