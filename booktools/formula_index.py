@@ -22,8 +22,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BOOK = ROOT / "book"
+from .paths import BOOK, ROOT
+
 INDEX = BOOK / "formulas.md"
 GLOSSARY = BOOK / "glossary.md"
 BIBLIOGRAPHY = BOOK / "bibliography.md"

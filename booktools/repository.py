@@ -20,9 +20,9 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from .paths import BOOK, ROOT
+
 CONFIG = ROOT / "_config.yml"
-BOOK = ROOT / "book"
 # `  url: https://...` inside the `repository:` mapping of _config.yml
 URL_LINE = re.compile(r"^(repository:\n(?:[ \t]+#.*\n)*[ \t]+url:[ \t]*)(\S+)", re.M)
 INSTALL_LINE = re.compile(r'(%pip install -q "transformer_lib @ git\+)([^"]+)(")')
