@@ -358,7 +358,7 @@ def test_checker_accepts_a_correct_answer_and_prints_one_line(checker, right, ca
     )
 
 
-def test_every_issue_checker_exists_and_is_catalogued():
+def test_every_promised_checker_exists_and_is_catalogued():
     required = {
         "check_softmax",
         "check_scaled_dot_product_attention",

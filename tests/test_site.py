@@ -647,7 +647,7 @@ def test_page_works_offline(context, server, path):
         visit.close()
 
 
-# The interactive figures the book promises (issue 4); each must have a kernel-free twin
+# The interactive figures the book promises; each must have a kernel-free twin
 # on its page.
 REQUIRED_FIGURES = {
     "book/02_scores_and_scale.html": "the sqrt(d_k) scale and temperature on attention weights",
@@ -667,8 +667,6 @@ def test_promised_interactive_figures_are_on_the_site(site, path):
     if path not in PAGES:
         pytest.fail(f"{path} is not in _toc.yml")
     html = (site / path).read_text(encoding="utf-8")
-    if path.endswith("11_toy_model.html") and "PLACEHOLDER" in html:
-        pytest.skip("the toy-model chapter has not landed yet")
     n = html.count('class="tl-explorer"')
     assert n >= 1, (
         f"{path} has no kernel-free interactive figure for {REQUIRED_FIGURES[path]}"

@@ -198,9 +198,6 @@ def _combos(explorer: Explorer) -> list[dict]:
 
 
 CHAPTER_EXPLORERS = all_explorers()  # name -> factory (nothing is built yet)
-# Explorers still drawn from scratch on every redraw, with the reason. Each is a known
-# gap against the redraw target (benchmarks/widgets.py), to be made a LiveFigure.
-REDRAWS_FROM_SCRATCH: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", sorted(CHAPTER_EXPLORERS))
@@ -210,8 +207,6 @@ def test_a_redraw_paints_what_a_full_draw_paints_whatever_came_before(name):
     that is not keyed, leaves stale pixels), and does not depend on the values shown
     before (the live widget and the static twin visit the values in different
     orders)."""
-    if name in REDRAWS_FROM_SCRATCH:
-        pytest.skip(f"{name}: {REDRAWS_FROM_SCRATCH[name]}")
     explorer = CHAPTER_EXPLORERS[name]()
     assert explorer._live_class, f"{name} redraws from scratch: make it a LiveFigure"
     combos = _combos(explorer)

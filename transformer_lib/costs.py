@@ -115,12 +115,47 @@ def hbm_traffic(
     ``block_q=None``: the explicit algorithm, which writes S and P out and reads them
     back, 4 T_q T_k + (T_q + T_k) d_k + T_k d_v + T_q d_v. Otherwise the tiles of
     :func:`~transformer_lib.tiled_attention`: each query block is read once and its
-    output and
-    log-sum-exp written once, T_q (d_k + d_v + 1), and every tile reads its keys and
-    values, b_k (d_k + d_v); with b_q | T_q and no causal skipping that is
+    output and log-sum-exp written once, T_q (d_k + d_v + 1), and every tile reads its
+    keys and values, b_k (d_k + d_v); with b_q | T_q and no causal skipping that is
     T_q (d_k + d_v + 1) + (T_q / b_q) T_k (d_k + d_v).
     """
     if block_q is None:
         return 4 * T_q * T_k + (T_q + T_k) * d_k + T_k * d_v + T_q * d_v
     tiles = attention_tiles(T_q, T_k, block_q, block_k or block_q, causal=causal)
     return T_q * (d_k + d_v + 1) + sum((j1 - j0) * (d_k + d_v) for *_, j0, j1 in tiles)
+
+
+def ring_attention_bytes_sent(
+    shard_lengths: list[int], batch: int, n_kv_heads: int, d_k: int, dtype: torch.dtype
+) -> list[int]:
+    """Bytes each rank sends in ring attention (eq. ring-bytes): in the first P - 1
+    steps, rank r passes on the K and V shards of ranks r, r - 1, ..., r - P + 2,
+    2 B h_kv T_s d_k bytes each; the shard of rank r + 1 it never sends."""
+    P = len(shard_lengths)
+    size = torch.tensor([], dtype=dtype).element_size()
+    per_position = 2 * batch * n_kv_heads * d_k * size
+    return [
+        per_position * (sum(shard_lengths) - shard_lengths[(r + 1) % P]) if P > 1 else 0
+        for r in range(P)
+    ]
+
+
+def all_reduce_bytes_sent(nbytes: int, world_size: int) -> int:
+    """Bytes each rank sends in a ring all-reduce of ``nbytes`` (eq. ring-all-reduce):
+    P - 1 steps of reduce-scatter and P - 1 of all-gather, each passing one P-th of
+    the tensor, 2 (P - 1) / P * nbytes in all, whatever P."""
+    if world_size < 1 or nbytes < 0:
+        raise ValueError(
+            f"need world_size >= 1 and nbytes >= 0, got {world_size} and {nbytes}"
+        )
+    return 2 * (world_size - 1) * nbytes // world_size
+
+
+def tensor_parallel_bytes_sent(
+    batch: int, T: int, d_model: int, n_layers: int, world_size: int, dtype: torch.dtype
+) -> int:
+    """Bytes each rank sends in one forward pass of a tensor-parallel stack of
+    ``n_layers`` blocks (eq. tp-bytes): two all-reduces per block, one per sublayer,
+    each of the (B, T, d_model) activations."""
+    size = torch.tensor([], dtype=dtype).element_size()
+    return 2 * n_layers * all_reduce_bytes_sent(batch * T * d_model * size, world_size)
