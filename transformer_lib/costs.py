@@ -1,6 +1,6 @@
 """What a model costs, counted from its sizes alone: the bytes of a KV cache, the
-multiply-adds of greedy decoding (chapters 5 and 12) and the memory traffic of
-attention (chapter 13).
+multiply-adds of greedy decoding (chapters 5 and 12), the memory traffic of attention
+(chapter 13) and the bytes sent when attention runs across processes.
 
 Plain arithmetic on sizes: no model is built or imported (the tiles of flash attention
 are counted with :func:`~transformer_lib.flash.attention_tiles`). The
