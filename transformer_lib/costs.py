@@ -1,6 +1,6 @@
 """What a model costs, counted from its sizes alone: the bytes of a KV cache, the
-multiply-adds of greedy decoding (chapters 5 and 12) and the memory traffic of
-attention (chapter 13).
+multiply-adds of greedy decoding (chapters 5 and 12), the memory traffic of attention
+(chapter 13) and the bytes sent when attention runs across processes.
 
 Plain arithmetic on sizes: no model is built or imported (the tiles of flash attention
 are counted with :func:`~transformer_lib.flash.attention_tiles`). The
@@ -115,9 +115,8 @@ def hbm_traffic(
     ``block_q=None``: the explicit algorithm, which writes S and P out and reads them
     back, 4 T_q T_k + (T_q + T_k) d_k + T_k d_v + T_q d_v. Otherwise the tiles of
     :func:`~transformer_lib.tiled_attention`: each query block is read once and its
-    output and
-    log-sum-exp written once, T_q (d_k + d_v + 1), and every tile reads its keys and
-    values, b_k (d_k + d_v); with b_q | T_q and no causal skipping that is
+    output and log-sum-exp written once, T_q (d_k + d_v + 1), and every tile reads its
+    keys and values, b_k (d_k + d_v); with b_q | T_q and no causal skipping that is
     T_q (d_k + d_v + 1) + (T_q / b_q) T_k (d_k + d_v).
     """
     if block_q is None:

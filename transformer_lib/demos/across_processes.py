@@ -13,8 +13,9 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from ..configs import GPTConfig
 from ..costs import ring_attention_bytes_sent, tensor_parallel_bytes_sent
-from ..gpt import GPT, GPTConfig
+from ..gpt import GPT
 from ..measure import peak_allocated_bytes
 from ..parallel import count_bytes_sent, ring_attention, shard_gpt
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from ..gpt import GPT, GPTConfig, causal_lm_loss
+from ..configs import GPTConfig
+from ..gpt import GPT, causal_lm_loss
 from .addition import addition_batch, addition_config
 from .lm import train_lm
 
