@@ -1,7 +1,7 @@
 """The labels of the interactive figures as HTML (with MathJax), as plain text (alt
-text) and as JSON in a page: standard library only, so that the Chinese editions'
-Sphinx extension (book/_ext/tl_i18n.py) loads this file by its path without importing
-the library, and torch with it."""
+text) and as JSON in a page. Standard library only: the Chinese editions' Sphinx build
+(``booktools.figures``) uses it to write the translated words back into a figure's
+HTML."""
 
 from __future__ import annotations
 
