@@ -7,6 +7,8 @@ checks many cases there.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -141,13 +143,15 @@ def _tp_worker(rank: int, world: int) -> dict:
     return errors
 
 
-@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("world", [2])
 def test_tensor_parallel_modules_equal_the_unsplit_ones(world):
     results = parallel.run_ranks(_tp_worker, world)
     names = set(results[0])
-    assert {"attn-mha", "ffn-relu", "ffn-swiglu", "gpt-gpt2"} <= names
-    if world == 4:
-        assert "attn-gqa-replicated" in names and "gpt-llama" in names
+    # GQA both ways: K/V heads split (8 over 4), and one K/V head replicated (MQA)
+    assert {
+        "attn-mha", "attn-gqa-split", "attn-gqa-replicated",
+        "ffn-relu", "ffn-swiglu", "gpt-gpt2", "gpt-llama",
+    } <= names  # fmt: skip
     for rank, errors in enumerate(results):
         bad = {k: e for k, e in errors.items() if not e < 1e-12}
         assert not bad, f"rank {rank} of {world}: {bad}"
@@ -183,15 +187,14 @@ def test_data_parallel_gradient_is_the_whole_batch_gradient_and_training_follows
     by the book's training loop stay on the one-process trajectory."""
     from transformer_lib.demos import data_parallel
 
-    grads = parallel.run_ranks(data_parallel.rank_gradient, 2, 0, 32)
+    results = parallel.run_ranks(_ddp_worker, 2)
+    grads = [g for g, _ in results]
     whole = data_parallel.full_batch_gradient(0, 32)
     assert set(grads[0]) == set(whole)
     for rank_grads in grads:
         for name, g in whole.items():
             torch.testing.assert_close(rank_grads[name], g, rtol=1e-5, atol=1e-7)
-    # float64: AdamW divides by sqrt(v), which turns float32's rounding of the tiny
-    # gradients into visible differences within a few steps
-    histories = parallel.run_ranks(data_parallel.rank_train, 2, 0, 20, 32, 3, 3e-3, F64)
+    histories = [h for _, h in results]
     alone = data_parallel.train_one_process(0, 20, 32, 3, 3e-3, F64)
     # each rank's loss is the mean over its half; their mean is the whole batch's
     mean_loss = torch.tensor([h["loss"] for h in histories], dtype=F64).mean(0)
@@ -201,6 +204,18 @@ def test_data_parallel_gradient_is_the_whole_batch_gradient_and_training_follows
             torch.testing.assert_close(h["state_dict"][name], w, rtol=1e-9, atol=1e-9)
     with pytest.raises(ValueError, match="a batch of 33 does not split evenly over 2"):
         data_parallel.rank_gradient(0, 2, 0, 33)
+
+
+def _ddp_worker(rank: int, world: int) -> tuple[dict, dict]:
+    """The gradient of one step, then 20 steps of training in float64 (AdamW divides
+    by sqrt(v), which turns float32's rounding of tiny gradients into visible
+    differences within a few steps)."""
+    from transformer_lib.demos import data_parallel
+
+    return (
+        data_parallel.rank_gradient(rank, world, 0, 32),
+        data_parallel.rank_train(rank, world, 0, 20, 32, 3, 3e-3, F64),
+    )
 
 
 def test_measured_bytes_of_an_all_reduce_match_the_ring_formula():
@@ -239,5 +254,6 @@ def test_the_torchrun_script_runs_the_same_checks():
         cwd=root, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("rank ")]
-    assert sorted(ln.split(":")[0] for ln in lines) == ["rank 0 of 2", "rank 1 of 2"]
+    # the two ranks share torchrun's stdout: look for each rank's report anywhere in it
+    ranks = re.findall(r"rank (\d) of 2: ring attention error", done.stdout)
+    assert sorted(ranks) == ["0", "1"], done.stdout
