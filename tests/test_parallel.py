@@ -241,3 +241,13 @@ def test_the_torchrun_script_runs_the_same_checks():
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("rank ")]
     assert sorted(ln.split(":")[0] for ln in lines) == ["rank 0 of 2", "rank 1 of 2"]
+
+
+def test_tensor_parallel_bytes_match_the_formula():
+    """A tensor-parallel GPT's forward pass sends what eq. tp-bytes says, plus gloo's
+    message headers (under 1 %), on 2 ranks; its logits equal the whole model's."""
+    from transformer_lib.demos.across_processes import rank_tensor_parallel
+
+    for r in parallel.run_ranks(rank_tensor_parallel, 2, None, 4, 128):
+        assert r["error"] < 1e-12
+        assert r["bytes_formula"] <= r["bytes_measured"] <= 1.01 * r["bytes_formula"]
