@@ -427,7 +427,7 @@ def test_mean_of_equal_shard_means_is_the_batch_mean():
 
 def test_tensor_parallel_sublayers_are_sums_over_ranks():
     """MHA(X) = sum_r Y_r + b_O over head groups (eq-tp-attention) and
-    FFN(X) = sum_r phi(X W_1^(r) + b_1^(r)) W_2^(r) + b_2 (eq-tp-ffn), in one process."""
+    FFN(X) = sum_r phi(X W_1^(r) + b_1^(r)) W_2^(r) + b_2 (eq-tp-ffn), one process."""
     torch.manual_seed(0)
     x = _rand(2, 6, 16, seed=8)
     mha = tl.MultiHeadAttention(16, 4).to(F64)

@@ -1,20 +1,21 @@
 """Chapter 18: the two places where attention across processes goes wrong.
 
 ``check_ring_step``: one step of ring attention. The learner writes
-``my_ring_step(q, k, v, q_start, k_start, out, lse)``: this rank's queries q (..., T_q, d)
-start at position ``q_start`` of the whole sequence, the K/V block it holds now, k and v
-(..., T_k, d), starts at ``k_start``; ``out`` (..., T_q, d) and ``lse`` (..., T_q) are
-the merge of the blocks seen so far (zeros and -inf before the first). It attends to the
-block under the causal mask of the whole sequence and returns the new (out, lse) by the
-log-sum-exp merge (eq. ring-attention, lse-merge). The reference is the library's
-``parallel.block_attention`` and ``flash.merge_attention``.
+``my_ring_step(q, k, v, q_start, k_start, out, lse)``: this rank's queries q
+(..., T_q, d) start at position ``q_start`` of the whole sequence; the K/V block it
+holds now, k and v (..., T_k, d), starts at ``k_start``; ``out`` (..., T_q, d) and
+``lse`` (..., T_q) are the merge of the blocks seen so far (zeros and -inf before the
+first). It attends to the block under the causal mask of the whole sequence and
+returns the new (out, lse) by the log-sum-exp merge (eq. ring-attention, lse-merge).
+The reference is the library's ``parallel.block_attention`` and
+``flash.merge_attention``.
 
 ``check_tensor_parallel_attention``: the learner writes
 ``my_tp_attention(x, mha, rank, world_size, all_reduce)``, this rank's part of
-self-attention by ``mha`` (a ``tl.MultiHeadAttention``, GQA allowed) with its heads split
-over the ranks (eq. tp-attention); ``all_reduce(t)`` returns the sum of ``t`` over the
-ranks. Every rank must return the whole ``mha(x, x, x)[0]``. The checker runs the ranks
-as threads of one process, joined by a simulated all-reduce.
+self-attention by ``mha`` (a ``tl.MultiHeadAttention``, GQA allowed) with its heads
+split over the ranks (eq. tp-attention); ``all_reduce(t)`` returns the sum of ``t``
+over the ranks. Every rank must return the whole ``mha(x, x, x)[0]``. The checker
+runs the ranks as threads of one process, joined by a simulated all-reduce.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from .harness import (
     close,
     gen,
     mismatch,
-    not_a_tensor,
+)
+from .harness import (
     randn as _randn,
 )
 
@@ -53,7 +55,9 @@ def reference_ring_step(q, k, v, q_start, k_start, out, lse):
     """The exercise's answer: the block under the global causal mask, then the merge."""
     q_pos = q_start + torch.arange(q.shape[-2])
     k_pos = k_start + torch.arange(k.shape[-2])
-    mask = q_pos[:, None] >= k_pos[None, :]  # (T_q, T_k), positions of the whole sequence
+    mask = (
+        q_pos[:, None] >= k_pos[None, :]
+    )  # (T_q, T_k), positions of the whole sequence
     o_s, lse_s = block_attention(q, k, v, mask)
     return merge_attention([out, o_s], [lse, lse_s])
 
@@ -61,7 +65,8 @@ def reference_ring_step(q, k, v, q_start, k_start, out, lse):
 def _ring_step(q, k, v, q_start, k_start, out, lse, *, local=False, merge="ok"):
     """A learner's ring step. local: the mask from positions within the shards;
     merge: "ok", "add" (outputs added), "mean" (outputs averaged), "naive" (e^L
-    without subtracting the max), "max" (L = the larger L), "nan" (no guard for -inf)."""
+    without subtracting the max), "max" (L = the larger L), "nan" (no guard for
+    -inf)."""
     if local:
         q_pos, k_pos = torch.arange(q.shape[-2]), torch.arange(k.shape[-2])
     else:
@@ -80,7 +85,9 @@ def _ring_step(q, k, v, q_start, k_start, out, lse, *, local=False, merge="ok"):
         new = torch.logaddexp(lse, lse_s)
         shift = torch.where(torch.isneginf(new), torch.zeros_like(new), new)
         w1, w2 = torch.exp(lse - shift), torch.exp(lse_s - shift)
-        return w1.unsqueeze(-1) * out + w2.unsqueeze(-1) * o_s, torch.maximum(lse, lse_s)
+        return w1.unsqueeze(-1) * out + w2.unsqueeze(-1) * o_s, torch.maximum(
+            lse, lse_s
+        )
     if merge == "naive":
         e1, e2 = torch.exp(lse), torch.exp(lse_s)
         total = e1 + e2
@@ -130,8 +137,10 @@ class RingTrial(Trial):
 
     @cached_property
     def correct(self) -> bool:
-        return self.pair_ok and close(self.got[0], self.want[0]) and close(
-            self.got[1], self.want[1]
+        return (
+            self.pair_ok
+            and close(self.got[0], self.want[0])
+            and close(self.got[1], self.want[1])
         )
 
     @cached_property
@@ -191,8 +200,9 @@ def _ring_trials() -> list[RingTrial]:
     # a first block wholly above the diagonal: nothing merged before it, nothing now
     q = randn(g, B, h, 4, d)
     k, v = randn(g, B, h, 4, d), randn(g, B, h, 4, d)
-    empty_out, empty_lse = torch.zeros(B, h, 4, d, dtype=q.dtype), torch.full(
-        (B, h, 4), NEG_INF, dtype=q.dtype
+    empty_out, empty_lse = (
+        torch.zeros(B, h, 4, d, dtype=q.dtype),
+        torch.full((B, h, 4), NEG_INF, dtype=q.dtype),
     )
     trials.append(
         RingTrial(
@@ -419,9 +429,7 @@ class TPTrial(Trial):
 
             raise NotAttempted
         raised = [r for r in results if isinstance(r, Exception)]
-        real = [
-            r for r in raised if not isinstance(r, threading.BrokenBarrierError)
-        ]
+        real = [r for r in raised if not isinstance(r, threading.BrokenBarrierError)]
         if real:
             err = real[0]
             hint = (
@@ -465,9 +473,7 @@ class TPTrial(Trial):
 
     @cached_property
     def first_wrong_rank(self) -> int:
-        return next(
-            r for r, got in enumerate(self.got) if not close(got, self.want)
-        )
+        return next(r for r, got in enumerate(self.got) if not close(got, self.want))
 
     @property
     def got_rank(self) -> torch.Tensor:
