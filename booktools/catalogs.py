@@ -101,6 +101,8 @@ ZH_TW_OVERRIDES: list[tuple[str, str, str, str]] = [
     ("函数", "函式", "函數",
      "a mathematical function (softmax, sine, activation) is 函數 in Taiwan too"),
     ("显存", "視訊記憶體", "顯示卡記憶體", "a GPU's memory, not video memory"),
+    ("进程", "程序", "行程",
+     "an operating system's process is 行程 in Taiwan; 程序 is a program"),
 ]  # fmt: skip
 # Taiwan typesetting quotes
 ZH_TW_QUOTES = {"“": "「", "”": "」", "‘": "『", "’": "』"}

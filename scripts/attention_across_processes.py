@@ -29,13 +29,15 @@ def main() -> int:
         tp = rank_tensor_parallel(rank, world)
     finally:
         dist.destroy_process_group()
-    print(
+    # one write per line: the ranks share the launcher's stdout, and print() writes
+    # the text and its newline separately, so two ranks' lines could run together
+    sys.stdout.write(
         f"rank {rank} of {world}: ring attention error {ring['error']:.1e}, "
         f"sent {ring['bytes_measured']} bytes (formula {ring['bytes_formula']}); "
         f"tensor-parallel GPT error {tp['error']:.1e}, "
-        f"sent {tp['bytes_measured']} bytes (formula {tp['bytes_formula']})",
-        flush=True,
+        f"sent {tp['bytes_measured']} bytes (formula {tp['bytes_formula']})\n"
     )
+    sys.stdout.flush()
     return 0 if ring["error"] < 1e-10 and tp["error"] < 1e-10 else 1
 
 

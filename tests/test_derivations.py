@@ -412,3 +412,38 @@ def test_decode_cost_matches_torch_flop_counter(n_kv_heads):
                 cfg, t, 5, use_cache=False
             )
             seq = torch.cat([seq, logits[:, -1:].argmax(-1)], dim=1)
+
+
+def test_mean_of_equal_shard_means_is_the_batch_mean():
+    """grad L = (1/P) sum_r grad L_r when the P shards are equal (eq-ddp-grad); with
+    unequal shards the mean of the means weighs the small shard's examples more."""
+    per_example = _rand(12, 5, seed=7)  # 12 examples' gradients, 5 parameters
+    whole = per_example.mean(0)
+    shards = per_example.tensor_split(3)  # 4 + 4 + 4
+    torch.testing.assert_close(torch.stack([s.mean(0) for s in shards]).mean(0), whole)
+    uneven = per_example.split([2, 10])
+    assert not torch.allclose(torch.stack([s.mean(0) for s in uneven]).mean(0), whole)
+
+
+def test_tensor_parallel_sublayers_are_sums_over_ranks():
+    """MHA(X) = sum_r Y_r + b_O over head groups (eq-tp-attention) and
+    FFN(X) = sum_r phi(X W_1^(r) + b_1^(r)) W_2^(r) + b_2 (eq-tp-ffn), one process."""
+    torch.manual_seed(0)
+    x = _rand(2, 6, 16, seed=8)
+    mha = tl.MultiHeadAttention(16, 4).to(F64)
+    P, d_k = 2, 4
+    q, k, v = (lin(x).view(2, 6, 4, d_k).transpose(1, 2) for lin in
+               (mha.q_proj, mha.k_proj, mha.v_proj))  # fmt: skip
+    heads = F.scaled_dot_product_attention(q, k, v)  # (B, h, T, d_k)
+    W_o = mha.o_proj.weight.T  # (h d_k, d_model)
+    parts = [
+        heads[:, r * 2 : (r + 1) * 2].transpose(1, 2).reshape(2, 6, 2 * d_k)
+        @ W_o[r * 2 * d_k : (r + 1) * 2 * d_k]
+        for r in range(P)
+    ]
+    torch.testing.assert_close(sum(parts) + mha.o_proj.bias, mha(x, x, x)[0])
+    ffn = tl.FeedForward(16, 12).to(F64)
+    W1, b1, W2 = ffn.linear1.weight.T, ffn.linear1.bias, ffn.linear2.weight.T
+    cols = [slice(r * 6, (r + 1) * 6) for r in range(P)]
+    parts = [F.relu(x @ W1[:, c] + b1[c]) @ W2[c] for c in cols]
+    torch.testing.assert_close(sum(parts) + ffn.linear2.bias, ffn(x))

@@ -89,6 +89,20 @@ def _perturbed(reference, how: str, part: int | None):
     return candidate
 
 
+def ring_step_by_hand(q, k, v, q_start, k_start, out, lse):
+    """Ring attention's step written out: the global causal mask, the block's softmax
+    and log-sum-exp, and the merge with torch.logaddexp."""
+    i = q_start + torch.arange(q.shape[-2])[:, None]
+    j = k_start + torch.arange(k.shape[-2])[None, :]
+    s = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(j > i, NEG_INF)
+    lse_s = torch.logsumexp(s, dim=-1)
+    o_s = torch.nan_to_num(torch.softmax(s, dim=-1)) @ v  # a row with no key: 0
+    new = torch.logaddexp(lse, lse_s)
+    shift = torch.where(torch.isinf(new), torch.zeros_like(new), new)
+    w, w_s = torch.exp(lse - shift), torch.exp(lse_s - shift)
+    return w[..., None] * out + w_s[..., None] * o_s, new
+
+
 def rope_half_library(x, positions, base=10000.0):
     return tl.apply_rope(x, positions, base, layout="half")
 
@@ -114,6 +128,11 @@ REFERENCES = {
     "check_rms_norm": (tl.rms_norm, [None]),
     "check_apply_rope_half": (rope_half_library, [None]),
     "check_alibi_bias": (tl.alibi_bias, [None]),
+    "check_ring_step": (ex.ch18_attention_across_processes.reference_ring_step, [0, 1]),
+    "check_tensor_parallel_attention": (
+        ex.ch18_tensor_parallel.reference_tp_attention,
+        [None],
+    ),
 }
 SPOILED = [
     (name, how, part)
@@ -342,6 +361,12 @@ CORRECT = [
     (ex.check_apply_rope_half, rope_half_via_transformers),
     (ex.check_alibi_bias, tl.alibi_bias),
     (ex.check_alibi_bias, alibi_via_bloom),
+    (ex.check_ring_step, ex.ch18_attention_across_processes.reference_ring_step),
+    (ex.check_ring_step, ring_step_by_hand),
+    (
+        ex.check_tensor_parallel_attention,
+        ex.ch18_tensor_parallel.reference_tp_attention,
+    ),
 ]
 
 

@@ -257,3 +257,56 @@ def test_the_torchrun_script_runs_the_same_checks():
     # the two ranks share torchrun's stdout: look for each rank's report anywhere in it
     ranks = re.findall(r"rank (\d) of 2: ring attention error", done.stdout)
     assert sorted(ranks) == ["0", "1"], done.stdout
+
+
+def test_tensor_parallel_bytes_match_the_formula():
+    """A tensor-parallel GPT's forward pass sends what eq. tp-bytes says, plus gloo's
+    message headers (under 1 %), on 2 ranks; its logits equal the whole model's."""
+    from transformer_lib.demos.across_processes import rank_tensor_parallel
+
+    for r in parallel.run_ranks(rank_tensor_parallel, 2, None, 4, 128):
+        assert r["error"] < 1e-12
+        assert r["bytes_formula"] <= r["bytes_measured"] <= 1.01 * r["bytes_formula"]
+
+
+def _dtensor_ffn_worker(rank: int, world: int) -> list[tuple[float, float]]:
+    """The library's tensor-parallel FFN against PyTorch's own, ``parallelize_module``
+    with ColwiseParallel (W_1, W_up) and RowwiseParallel (W_2) on a CPU DeviceMesh."""
+    import copy
+
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        parallelize_module,
+    )
+
+    mesh = init_device_mesh("cpu", (world,))
+    out = []
+    for gated in (False, True):
+        torch.manual_seed(0)
+        ffn = tl.FeedForward(
+            16, 32, activation="silu" if gated else "relu", gated=gated
+        )
+        ffn = ffn.to(F64)
+        x = torch.randn(2, 5, 16, dtype=F64)
+        plan = {"linear1": ColwiseParallel(), "linear2": RowwiseParallel()}
+        if gated:
+            plan["linear_up"] = ColwiseParallel()
+        theirs = parallelize_module(copy.deepcopy(ffn), mesh, plan)
+        ours = parallel.shard_feed_forward(ffn, rank, world)
+        with torch.no_grad():
+            got = ours(x)
+            out.append(
+                (
+                    (got - theirs(x)).abs().max().item(),
+                    (got - ffn(x)).abs().max().item(),
+                )
+            )
+    return out
+
+
+def test_tensor_parallel_ffn_equals_pytorch_parallelize_module():
+    for per_rank in parallel.run_ranks(_dtensor_ffn_worker, 2):
+        for vs_torch, vs_whole in per_rank:
+            assert vs_torch < 1e-12 and vs_whole < 1e-12, (vs_torch, vs_whole)

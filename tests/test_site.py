@@ -658,6 +658,7 @@ REQUIRED_FIGURES = {
     "book/15_sampling.html": "the next-token distribution under temperature, top-k, top-p",
     "book/16_modern_block.html": "RoPE's two layouts as matrices, LayerNorm vs RMSNorm",
     "book/17_length_extrapolation.html": "attention and accuracy past the training length",
+    "book/18_attention_across_processes.html": "the ring's schedule and running error",
 }
 
 

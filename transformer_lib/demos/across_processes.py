@@ -100,3 +100,31 @@ def rank_tensor_parallel(
             B, T, cfg.d_model, cfg.n_layers, world_size, torch.float64
         ),
     )
+
+
+def rank_chapter(
+    rank: int,
+    world_size: int,
+    T: int = 512,
+    train_steps: int = 20,
+) -> dict:
+    """Everything chapter 18 measures on one process group, so that the ranks start
+    once: causal ring attention over T positions (B = 1, h = 4, h_kv = 2, d = 32), the
+    tensor-parallel GPT of :func:`rank_tensor_parallel` on a (4, 128) batch, and, on 2
+    ranks, ring attention without the mask, the data-parallel gradient and
+    ``train_steps`` steps of data-parallel training (float64) of the addition GPT."""
+    from .data_parallel import rank_gradient, rank_train
+
+    out = dict(
+        ring=rank_ring_attention(rank, world_size, B=1, h=4, h_kv=2, T=T, d=32),
+        tp=rank_tensor_parallel(rank, world_size, B=4, T=128),
+    )
+    if world_size == 2:
+        out["ring_full"] = rank_ring_attention(
+            rank, world_size, B=1, h=4, h_kv=2, T=T, d=32, causal=False
+        )
+        out["grad"] = rank_gradient(rank, world_size, 0, 32)
+        out["train"] = rank_train(
+            rank, world_size, 0, train_steps, 32, 3, 3e-3, torch.float64
+        )
+    return out

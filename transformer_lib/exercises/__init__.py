@@ -62,6 +62,8 @@ from .ch14_decoder_only import check_causal_lm_loss
 from .ch15_sampling import check_top_k_filter, check_top_p_filter
 from .ch16_modern_block import check_apply_rope_half, check_rms_norm
 from .ch17_length_extrapolation import check_alibi_bias
+from .ch18_attention_across_processes import check_ring_step
+from .ch18_tensor_parallel import check_tensor_parallel_attention
 
 __all__ = [
     "check_softmax",
@@ -81,5 +83,7 @@ __all__ = [
     "check_rms_norm",
     "check_apply_rope_half",
     "check_alibi_bias",
+    "check_ring_step",
+    "check_tensor_parallel_attention",
     "multi_head_attention",
 ]
