@@ -63,6 +63,36 @@ def _slice(rank: int, size: int, world_size: int) -> slice:
     return slice(rank * n, (rank + 1) * n)
 
 
+def _check_rank(rank: int, world_size: int) -> None:
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} is not in 0..{world_size - 1}")
+
+
+def _output_rows(lin: nn.Linear, rows: slice) -> nn.Linear:
+    """A column-parallel part of ``lin``: its outputs ``rows`` (rows of the weight,
+    and of the bias), (rows, in_features)."""
+    new = nn.Linear(lin.in_features, rows.stop - rows.start, lin.bias is not None)
+    new = new.to(lin.weight)
+    with torch.no_grad():
+        new.weight.copy_(lin.weight[rows])
+        if lin.bias is not None:
+            new.bias.copy_(lin.bias[rows])
+    return new
+
+
+def _input_columns(
+    lin: nn.Linear, cols: slice
+) -> tuple[nn.Linear, nn.Parameter | None]:
+    """A row-parallel part of ``lin``: its inputs ``cols``, without the bias, which is
+    returned apart, to be added once after the all-reduce."""
+    new = nn.Linear(cols.stop - cols.start, lin.out_features, bias=False)
+    new = new.to(lin.weight)
+    with torch.no_grad():
+        new.weight.copy_(lin.weight[:, cols])  # (out_features, cols)
+    bias = None if lin.bias is None else nn.Parameter(lin.bias.detach().clone())
+    return new, bias
+
+
 class ParallelMultiHeadAttention(MultiHeadAttention):
     """This rank's heads of a :class:`MultiHeadAttention` (eq. tp-attention).
 
@@ -83,8 +113,7 @@ class ParallelMultiHeadAttention(MultiHeadAttention):
     ) -> None:
         nn.Module.__init__(self)
         h, h_kv, d_k = mha.n_heads, mha.n_kv_heads, mha.d_k
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank {rank} is not in 0..{world_size - 1}")
+        _check_rank(rank, world_size)
         if h % world_size:
             raise ValueError(
                 f"tensor parallelism over {world_size} ranks needs the {h} query "
@@ -107,29 +136,16 @@ class ParallelMultiHeadAttention(MultiHeadAttention):
         self.n_kv_heads = kv_heads.stop - kv_heads.start
         self.full_n_heads, self.q_heads, self.kv_heads = h, q_heads, kv_heads
         self.rank, self.world_size, self.group = rank, world_size, group
-        bias = mha.q_proj.bias is not None
 
-        def rows(lin: nn.Linear, heads: slice) -> nn.Linear:
-            sl = slice(heads.start * d_k, heads.stop * d_k)
-            new = nn.Linear(lin.in_features, sl.stop - sl.start, bias=bias)
-            new = new.to(lin.weight)
-            with torch.no_grad():
-                new.weight.copy_(lin.weight[sl])  # (h_r * d_k, d_model)
-                if bias:
-                    new.bias.copy_(lin.bias[sl])
-            return new
+        def rows(heads: slice) -> slice:  # the rows of W_Q, W_K, W_V of these heads
+            return slice(heads.start * d_k, heads.stop * d_k)
 
-        self.q_proj = rows(mha.q_proj, q_heads)  # W_Q^(rank)
-        self.k_proj = rows(mha.k_proj, kv_heads)  # W_K^(rank)
-        self.v_proj = rows(mha.v_proj, kv_heads)  # W_V^(rank)
-        cols = slice(q_heads.start * d_k, q_heads.stop * d_k)
-        self.o_proj = nn.Linear(cols.stop - cols.start, mha.d_model, bias=False)
-        self.o_proj = self.o_proj.to(mha.o_proj.weight)
-        with torch.no_grad():
-            self.o_proj.weight.copy_(mha.o_proj.weight[:, cols])  # W_O^(rank) rows
-        self.o_bias = (
-            nn.Parameter(mha.o_proj.bias.detach().clone()) if bias else None
-        )  # b_O, added once after the sum
+        self.q_proj = _output_rows(mha.q_proj, rows(q_heads))  # W_Q^(rank)
+        self.k_proj = _output_rows(mha.k_proj, rows(kv_heads))  # W_K^(rank)
+        self.v_proj = _output_rows(mha.v_proj, rows(kv_heads))  # W_V^(rank)
+        # W_O^(rank), the rows of W_O its heads' outputs meet; b_O, added once after
+        # the sum
+        self.o_proj, self.o_bias = _input_columns(mha.o_proj, rows(q_heads))
         self.dropout = copy.deepcopy(mha.dropout)
         self.train(mha.training)
 
@@ -191,8 +207,7 @@ class ParallelFeedForward(nn.Module):
     ) -> None:
         super().__init__()
         d_ff = ffn.linear1.out_features
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank {rank} is not in 0..{world_size - 1}")
+        _check_rank(rank, world_size)
         if d_ff % world_size:
             raise ValueError(
                 f"d_ff = {d_ff} hidden units do not split evenly over "
@@ -202,27 +217,11 @@ class ParallelFeedForward(nn.Module):
         self.activation, self.gated = ffn.activation, ffn.gated
         self.rank, self.world_size, self.group = rank, world_size, group
 
-        def column_part(lin: nn.Linear) -> nn.Linear:
-            new = nn.Linear(
-                lin.in_features, cols.stop - cols.start, lin.bias is not None
-            )
-            new = new.to(lin.weight)
-            with torch.no_grad():
-                new.weight.copy_(lin.weight[cols])  # (d_ff / P, d_model)
-                if lin.bias is not None:
-                    new.bias.copy_(lin.bias[cols])
-            return new
-
-        self.linear1 = column_part(ffn.linear1)  # W_1^(rank) (W_gate)
-        self.linear_up = column_part(ffn.linear_up) if ffn.gated else None  # W_up
-        self.linear2 = nn.Linear(
-            cols.stop - cols.start, ffn.linear2.out_features, False
-        )
-        self.linear2 = self.linear2.to(ffn.linear2.weight)
-        with torch.no_grad():
-            self.linear2.weight.copy_(ffn.linear2.weight[:, cols])  # W_2^(rank)
-        b2 = ffn.linear2.bias
-        self.bias2 = nn.Parameter(b2.detach().clone()) if b2 is not None else None
+        self.linear1 = _output_rows(ffn.linear1, cols)  # W_1^(rank) (W_gate)
+        # W_up^(rank), gated form only
+        self.linear_up = _output_rows(ffn.linear_up, cols) if ffn.gated else None
+        # W_2^(rank), and b_2, added once after the sum
+        self.linear2, self.bias2 = _input_columns(ffn.linear2, cols)
         self.dropout = copy.deepcopy(ffn.dropout)
         self.train(ffn.training)
 
