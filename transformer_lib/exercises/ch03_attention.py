@@ -12,17 +12,8 @@ import torch
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from .ch03_attention_mistakes import ATTENTION_MISTAKES, learner_attention
-from .harness import (
-    Checker,
-    Trial,
-    close,
-    finite,
-    first_index,
-    first_mismatch,
-    gen,
-    randn,
-    row,
-)
+from .compare import close, finite, first_index, first_mismatch, row
+from .harness import Checker, Trial, gen, randn
 
 NEG_INF = float("-inf")
 
