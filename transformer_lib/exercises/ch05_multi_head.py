@@ -294,12 +294,7 @@ def mha_ignores_mask(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
 
 MHA_MISTAKES = [
     # what the function returns
-    Mistake(
-        mha_returns_a_tuple,
-        lambda t: isinstance(t.got, (tuple, list)),
-        "your function returned a tuple; return only the output tensor"
-        " (B, T_q, d_model)",
-    ),
+    Mistake.returns_a_tuple(mha_returns_a_tuple, "the output tensor (B, T_q, d_model)"),
     Mistake.not_a_tensor("your output for {inputs}"),
     Mistake.wrong_shape(
         "your output", "one row per query, d_model wide: (B, T_q, d_model)"

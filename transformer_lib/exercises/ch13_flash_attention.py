@@ -285,11 +285,9 @@ def _mismatch_message(t: OnlineTrial) -> str:
 
 ONLINE_MISTAKES = [
     # what the function returns
-    Mistake(
+    Mistake.returns_a_tuple(
         online_returns_the_state,
-        lambda t: isinstance(t.got, (tuple, list)),
-        "your function returned a tuple or list; return only the output"
-        " (..., T_q, d_v), o / l after the last block",
+        "the output (..., T_q, d_v), o / l after the last block",
     ),
     Mistake.not_a_tensor("your output for {inputs}"),
     Mistake.wrong_shape(

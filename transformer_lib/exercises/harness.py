@@ -114,7 +114,17 @@ class Mistake:
             return self.message(trial)
         return self.message.format_map(_Fields(trial))
 
-    # The catch-all rows, which most tables share
+    # The rows that many tables share: a tuple for one tensor, and the catch-alls
+
+    @classmethod
+    def returns_a_tuple(cls, example: Callable, what: str) -> Mistake:
+        """The learner returned a tuple or list where one tensor, ``what``, is due."""
+
+        def message(t: Trial) -> str:
+            kind = type(t.got).__name__
+            return f"your function returned a {kind}; return only {what}"
+
+        return cls(example, lambda t: isinstance(t.got, (tuple, list)), message)
 
     @classmethod
     def not_a_tensor(cls, what: str, attr: str = "got") -> Mistake:
