@@ -114,7 +114,8 @@ class Mistake:
             return self.message(trial)
         return self.message.format_map(_Fields(trial))
 
-    # The rows that many tables share: a tuple for one tensor, and the catch-alls
+    # Rows that several tables share: a tuple where one tensor is due, and the
+    # catch-alls
 
     @classmethod
     def returns_a_tuple(cls, example: Callable, what: str) -> Mistake:
