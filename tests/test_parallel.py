@@ -195,7 +195,7 @@ def test_data_parallel_gradient_is_the_whole_batch_gradient_and_training_follows
         for name, g in whole.items():
             torch.testing.assert_close(rank_grads[name], g, rtol=1e-5, atol=1e-7)
     histories = [h for _, h in results]
-    alone = data_parallel.train_one_process(0, 20, 32, 3, 3e-3, F64)
+    alone = data_parallel.rank_train(0, 1, 0, 20, 32, 3, 3e-3, F64)  # one process
     # each rank's loss is the mean over its half; their mean is the whole batch's
     mean_loss = torch.tensor([h["loss"] for h in histories], dtype=F64).mean(0)
     torch.testing.assert_close(mean_loss, torch.tensor(alone["loss"], dtype=F64))

@@ -3,8 +3,9 @@ the batch, ``DistributedDataParallel`` all-reduces the gradients, and every rank
 the same optimiser step as one process with the whole batch would.
 
 The functions whose name starts with ``rank_`` run on every rank of a process group
-(started by :func:`transformer_lib.parallel.run_ranks`, or by ``torchrun``); the others
-run in one process, for comparison.
+(started by :func:`transformer_lib.parallel.run_ranks`, or by ``torchrun``); with one
+rank, ``rank_train(0, 1, ...)`` is the training in one process that the data-parallel
+run is compared with, and ``full_batch_gradient`` the gradient in one process.
 """
 
 from __future__ import annotations
@@ -72,8 +73,9 @@ def rank_train(
 ) -> dict:
     """Train the addition GPT with ``DistributedDataParallel`` by the book's one
     training loop (:func:`~transformer_lib.demos.lm.train_lm`), each rank on its slice
-    of every batch; returns the history and the final weights. With one rank it is
-    plain training on the whole batch (nothing to all-reduce)."""
+    of every batch; returns the history and the final weights. With one rank
+    (``rank_train(0, 1, ...)``) it is plain training on the whole batch in one process,
+    nothing to all-reduce: the run the data-parallel one is compared with."""
     _check_split(batch_size, world_size)
     model = _model(addition_config(n_digits), seed, dtype)
     net = DistributedDataParallel(model) if world_size > 1 else model
@@ -92,15 +94,3 @@ def rank_train(
         k: v.detach().clone() for k, v in model.state_dict().items()
     }
     return history
-
-
-def train_one_process(
-    seed: int = 0,
-    steps: int = 100,
-    batch_size: int = 32,
-    n_digits: int = 3,
-    lr: float = 3e-3,
-    dtype: torch.dtype = torch.float32,
-) -> dict:
-    """The same training in one process with the whole batch, for comparison."""
-    return rank_train(0, 1, seed, steps, batch_size, n_digits, lr, dtype)

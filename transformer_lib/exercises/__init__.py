@@ -13,7 +13,10 @@ counts as "not attempted yet": the checker prints a hint and returns, so a noteb
 the exercise stubs in place still runs.
 
 Layout: one module per chapter (``ch03_softmax``, ``ch04_masks``, ... named as the
-chapter's notebook), and ``harness`` for what they share. In a chapter module each
+chapter's notebook), ``harness`` for what they share (``Checker``, ``Mistake``,
+``Trial`` and the seeded inputs ``gen``, ``randn``) and ``compare`` for how tensors are
+compared and said in messages (``close``, ``first_mismatch``, ``shape``, ...). A chapter
+module imports what it uses from those two, by name. In a chapter module each
 checker is
 
 * a ``Trial`` subclass: one input (described in ``inputs``, passed as
@@ -25,8 +28,8 @@ checker is
   learner would write it, ``detect(trial)`` says whether a wrong result shows that
   mistake, and ``message`` is what the learner reads, a template over the trial's
   fields. The checker reads the table from the top and answers with the first row that
-  detects; the table ends with a catch-all (``mismatch``), so it has an answer for every
-  wrong result;
+  detects; the table ends with a catch-all (``Mistake.mismatch``), so it has an answer
+  for every wrong result;
 * ``check_<name> = Checker(name, doc, trials, mistakes, passed)``.
 
 To add a mistake: write the learner's wrong function above the table and add a row in

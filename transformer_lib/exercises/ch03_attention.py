@@ -12,17 +12,8 @@ import torch
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from .ch03_attention_mistakes import ATTENTION_MISTAKES, learner_attention
-from .harness import (
-    Checker,
-    Trial,
-    close,
-    finite,
-    first_index,
-    first_mismatch,
-    gen,
-    randn,
-    row,
-)
+from .compare import close, finite, first_index, first_mismatch, row, shape
+from .harness import Checker, Trial, gen, randn
 
 NEG_INF = float("-inf")
 
@@ -193,43 +184,19 @@ class AttentionTrial(Trial):
         return first_mismatch(self.got_out, self.want_out)
 
 
+def _drawn(g, q: tuple, kv: tuple, mask=None, note: str = "", v=None) -> AttentionTrial:
+    """q of shape ``q``, k of shape ``kv`` and v of shape ``v`` (``kv`` if None), drawn
+    from ``g``; the trial says their shapes, then ``note``."""
+    if v is None:
+        v, kv_said = kv, f"k and v {shape(kv)}"
+    else:
+        kv_said = f"k {shape(kv)}, v {shape(v)}"
+    inputs = f"q {shape(q)}, {kv_said}{note}"
+    return AttentionTrial(inputs, randn(g, *q), randn(g, *kv), randn(g, *v), mask)
+
+
 def _attention_trials() -> list[AttentionTrial]:
     g = gen(2)
-    trials = [
-        AttentionTrial(
-            "q, k of shape (5, 16) and v of shape (5, 6), no mask",
-            randn(g, 5, 16),
-            randn(g, 5, 16),
-            randn(g, 5, 6),
-        ),
-        AttentionTrial(
-            "q (2, 3, 8), k (2, 7, 8), v (2, 7, 5): T_q = 3 ≠ T_k = 7, no mask",
-            randn(g, 2, 3, 8),
-            randn(g, 2, 7, 8),
-            randn(g, 2, 7, 5),
-        ),
-        AttentionTrial(
-            "q (2, 3, 5, 4), k and v (2, 3, 6, 4): batch and head axes, no mask",
-            randn(g, 2, 3, 5, 4),
-            randn(g, 2, 3, 6, 4),
-            randn(g, 2, 3, 6, 4),
-        ),
-        AttentionTrial(
-            "q, k, v of shape (2, 2, 5, 8) with the causal mask tl.causal_mask(5)",
-            randn(g, 2, 2, 5, 8),
-            randn(g, 2, 2, 5, 8),
-            randn(g, 2, 2, 5, 8),
-            causal_mask(5),
-        ),
-        AttentionTrial(
-            "q (2, 2, 4, 8), k and v (2, 2, 6, 8) with the padding mask"
-            " tl.padding_mask([6, 3], 6) of shape (2, 1, 1, 6)",
-            randn(g, 2, 2, 4, 8),
-            randn(g, 2, 2, 6, 8),
-            randn(g, 2, 2, 6, 8),
-            padding_mask([6, 3], 6),
-        ),
-    ]
     full = torch.tensor(
         [
             [True, True, False, False, True],
@@ -237,16 +204,30 @@ def _attention_trials() -> list[AttentionTrial]:
             [True, False, True, True, False],
         ]
     )  # (3, 5): query 1 may attend to no key
-    trials.append(
-        AttentionTrial(
-            "q (1, 2, 3, 8), k and v (1, 2, 5, 8) with a (3, 5) mask whose row 1 is all"
-            " False (a fully masked query)",
-            randn(g, 1, 2, 3, 8),
-            randn(g, 1, 2, 5, 8),
-            randn(g, 1, 2, 5, 8),
+    trials = [
+        _drawn(g, (5, 16), (5, 16), v=(5, 6), note=", no mask"),
+        _drawn(
+            g, (2, 3, 8), (2, 7, 8), v=(2, 7, 5), note=": T_q = 3 ≠ T_k = 7, no mask"
+        ),
+        _drawn(g, (2, 3, 5, 4), (2, 3, 6, 4), note=": batch and head axes, no mask"),
+        _drawn(
+            g, (2, 2, 5, 8), (2, 2, 5, 8), causal_mask(5), " with tl.causal_mask(5)"
+        ),
+        _drawn(
+            g,
+            (2, 2, 4, 8),
+            (2, 2, 6, 8),
+            padding_mask([6, 3], 6),
+            " with the padding mask tl.padding_mask([6, 3], 6) of shape (2, 1, 1, 6)",
+        ),
+        _drawn(
+            g,
+            (1, 2, 3, 8),
+            (1, 2, 5, 8),
             full,
-        )
-    )
+            " with a (3, 5) mask whose row 1 is all False (a fully masked query)",
+        ),
+    ]
     # scores of 1e4 after dividing by sqrt(4)
     q = torch.tensor([[200.0, 0.0, 0.0, 0.0], [0.0, -200.0, 0.0, 0.0]])
     k = torch.tensor(
@@ -265,16 +246,8 @@ def _attention_trials() -> list[AttentionTrial]:
             randn(g, 4, 3),
         )
     )
-    trials.append(
-        AttentionTrial(
-            "q (1, 1, 7) and k, v (1, 4, 7): one query, odd d_k = 7, with the mask"
-            " tl.causal_mask(1, 4)",
-            randn(g, 1, 1, 7),
-            randn(g, 1, 4, 7),
-            randn(g, 1, 4, 7),
-            causal_mask(1, 4),
-        )
-    )
+    note = ": one query, odd d_k = 7, with tl.causal_mask(1, 4)"
+    trials.append(_drawn(g, (1, 1, 7), (1, 4, 7), causal_mask(1, 4), note))
     return trials
 
 

@@ -8,15 +8,8 @@ import math
 import torch
 
 from ..attention import attention_scores, softmax
-from .harness import (
-    Mistake,
-    close,
-    finite,
-    mismatch,
-    not_a_tensor,
-    where,
-    wrong_shape,
-)
+from .compare import close, finite, where
+from .harness import Mistake
 
 NEG_INF = float("-inf")
 
@@ -142,10 +135,14 @@ ATTENTION_MISTAKES = [
         "your function returned {returned}; it should return the pair (output,"
         " weights), like tl.scaled_dot_product_attention: `return out, weights`",
     ),
-    not_a_tensor("the output (first returned value) for {inputs}", attr="got_out"),
-    not_a_tensor("the weights (second returned value) for {inputs}", attr="got_w"),
-    wrong_shape("your weights", _weights_hint, attr="got_w", want="want_w"),
-    wrong_shape(
+    Mistake.not_a_tensor(
+        "the output (first returned value) for {inputs}", attr="got_out"
+    ),
+    Mistake.not_a_tensor(
+        "the weights (second returned value) for {inputs}", attr="got_w"
+    ),
+    Mistake.wrong_shape("your weights", _weights_hint, attr="got_w", want="want_w"),
+    Mistake.wrong_shape(
         "your output",
         "the output is (..., T_q, d_v): one row per query, as wide as v",
         attr="got_out",
@@ -187,7 +184,7 @@ ATTENTION_MISTAKES = [
     Mistake(  # catch-all for inf or NaN in the output
         None,
         lambda t: t.not_finite,
-        mismatch("your output", "got_out", "want_out").message,
+        Mistake.mismatch("your output", "got_out", "want_out").message,
     ),
     # weight where there should be none
     Mistake(
@@ -277,7 +274,7 @@ ATTENTION_MISTAKES = [
     Mistake(  # catch-all for wrong weights
         None,
         lambda t: not close(t.got_w, t.want_w),
-        mismatch("your weights", "got_w", "want_w").message,
+        Mistake.mismatch("your weights", "got_w", "want_w").message,
     ),
     Mistake(
         sdpa_output_from_scores,

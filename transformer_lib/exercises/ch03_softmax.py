@@ -8,22 +8,8 @@ from functools import cached_property
 import torch
 
 from ..attention import softmax
-from .harness import (
-    Checker,
-    Mistake,
-    Trial,
-    close,
-    finite,
-    first_index,
-    first_mismatch,
-    gen,
-    mismatch,
-    not_a_tensor,
-    randn,
-    row,
-    where,
-    wrong_shape,
-)
+from .compare import close, finite, first_index, first_mismatch, row, where
+from .harness import Checker, Mistake, Trial, gen, randn
 
 NEG_INF = float("-inf")
 
@@ -159,8 +145,8 @@ def softmax_not_normalised(x, dim=-1):
 
 
 SOFTMAX_MISTAKES = [
-    not_a_tensor("your softmax's output for {inputs}"),
-    wrong_shape(
+    Mistake.not_a_tensor("your softmax's output for {inputs}"),
+    Mistake.wrong_shape(
         "your output", "a softmax returns a tensor of the same shape as its input"
     ),
     Mistake(
@@ -220,7 +206,7 @@ SOFTMAX_MISTAKES = [
         " normalised? Divide each exponential by the sum of the exponentials along the"
         " softmax axis",
     ),
-    mismatch("your output"),
+    Mistake.mismatch("your output"),
 ]
 
 check_softmax = Checker(

@@ -8,7 +8,8 @@ from functools import cached_property
 import torch
 
 from ..masks import causal_mask, padding_mask
-from .harness import Checker, Mistake, Trial, first_index, not_a_tensor
+from .compare import first_index
+from .harness import Checker, Mistake, Trial
 
 NEG_INF = float("-inf")
 
@@ -143,7 +144,7 @@ def causal_top_left(T_q, T_k=None):
 
 CAUSAL_MISTAKES = [
     # what the function returns
-    not_a_tensor("your mask for {inputs}"),
+    Mistake.not_a_tensor("your mask for {inputs}"),
     Mistake(
         causal_ignores_T_k,
         lambda t: (
@@ -308,7 +309,7 @@ def padding_on_the_left(lengths, T):
 
 PADDING_MISTAKES = [
     # what the function returns
-    not_a_tensor("your mask for {inputs}"),
+    Mistake.not_a_tensor("your mask for {inputs}"),
     Mistake(
         padding_wrong_shape,
         lambda t: t.got.shape != t.want.shape and t.got.shape == (len(t.lens), t.T),

@@ -14,18 +14,8 @@ import torch
 from ..attention import softmax
 from ..heads import multi_head_attention, repeat_kv
 from ..masks import causal_mask, padding_mask
-from .harness import (
-    Checker,
-    Mistake,
-    Trial,
-    close,
-    gen,
-    mismatch,
-    not_a_tensor,
-    randn,
-    shape,
-    wrong_shape,
-)
+from .compare import close, shape
+from .harness import Checker, Mistake, Trial, gen, randn
 
 NEG_INF = float("-inf")
 
@@ -74,7 +64,7 @@ def _time_axis_shape(t: RepeatKVTrial) -> tuple[int, ...]:
 
 
 REPEAT_KV_MISTAKES = [
-    not_a_tensor("your output for {inputs}"),
+    Mistake.not_a_tensor("your output for {inputs}"),
     Mistake(
         repeat_kv_time_axis,
         lambda t: t.got.shape != t.want.shape and t.got.shape == _time_axis_shape(t),
@@ -90,7 +80,7 @@ REPEAT_KV_MISTAKES = [
         " query head j reads K/V head j // n_rep, so the copies of a head must sit next"
         " to each other, k0, k0, k1, k1, ...: use repeat_interleave(n_rep, dim=1)",
     ),
-    mismatch("your output"),
+    Mistake.mismatch("your output"),
 ]
 
 check_repeat_kv = Checker(
@@ -279,14 +269,11 @@ def mha_ignores_mask(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
 
 MHA_MISTAKES = [
     # what the function returns
-    Mistake(
-        mha_returns_a_tuple,
-        lambda t: isinstance(t.got, (tuple, list)),
-        "your function returned a tuple; return only the output tensor"
-        " (B, T_q, d_model)",
+    Mistake.returns_a_tuple(mha_returns_a_tuple, "the output tensor (B, T_q, d_model)"),
+    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.wrong_shape(
+        "your output", "one row per query, d_model wide: (B, T_q, d_model)"
     ),
-    not_a_tensor("your output for {inputs}"),
-    wrong_shape("your output", "one row per query, d_model wide: (B, T_q, d_model)"),
     # the heads
     Mistake(
         mha_split_without_transpose,
@@ -350,7 +337,7 @@ MHA_MISTAKES = [
         "your output ignores the mask for {inputs}: pass it to the attention of every"
         " head",
     ),
-    mismatch("your output"),
+    Mistake.mismatch("your output"),
 ]
 
 check_multi_head_attention = Checker(

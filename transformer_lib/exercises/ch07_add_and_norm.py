@@ -7,19 +7,8 @@ from functools import cached_property
 import torch
 
 from ..norm import layer_norm, layer_norm_article
-from .harness import (
-    ATOL,
-    Checker,
-    Mistake,
-    Trial,
-    close,
-    finite,
-    gen,
-    mismatch,
-    not_a_tensor,
-    randn,
-    wrong_shape,
-)
+from .compare import ATOL, close, finite
+from .harness import Checker, Mistake, Trial, gen, randn
 
 
 def _ln_variant(
@@ -205,8 +194,10 @@ def ln_naive_variance(x, gamma, beta, eps=1e-5):
 
 LAYER_NORM_MISTAKES = [
     # what the function returns
-    not_a_tensor("your output for {inputs}"),
-    wrong_shape("your output", "LayerNorm returns a tensor of the shape of its input"),
+    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.wrong_shape(
+        "your output", "LayerNorm returns a tensor of the shape of its input"
+    ),
     # inf or NaN
     Mistake(  # a learner without eps meets the tiny-variance input (row below) first
         None,
@@ -216,7 +207,9 @@ LAYER_NORM_MISTAKES = [
         " sqrt(variance + eps)",
     ),
     Mistake(  # catch-all for inf or NaN
-        None, lambda t: not finite(t.got), mismatch("your output", atol=ATOL).message
+        None,
+        lambda t: not finite(t.got),
+        Mistake.mismatch("your output", atol=ATOL).message,
     ),
     # the formula
     Mistake(
@@ -294,7 +287,7 @@ LAYER_NORM_MISTAKES = [
         " mean(x^2) - mean(x)^2 cancels catastrophically. Centre first and average the"
         " squares, mean((x - mu)^2)",
     ),
-    mismatch("your output"),
+    Mistake.mismatch("your output"),
 ]
 
 check_layer_norm = Checker(

@@ -8,19 +8,8 @@ from functools import cached_property
 import torch
 
 from ..positional import apply_rope, rope_angles, sinusoidal_positional_encoding
-from .harness import (
-    Checker,
-    Mistake,
-    Trial,
-    close,
-    finite,
-    first_mismatch,
-    gen,
-    mismatch,
-    not_a_tensor,
-    randn,
-    wrong_shape,
-)
+from .compare import close, finite, first_mismatch
+from .harness import Checker, Mistake, Trial, gen, randn
 
 # --------------------------------------------------------------------------------------
 # sinusoidal_positional_encoding(T, d_model) -> (T, d_model)
@@ -125,8 +114,8 @@ def pe_multiplied_by_frequency(T, d_model):
 
 SINUSOIDAL_MISTAKES = [
     # what the function returns
-    not_a_tensor("your encoding for {inputs}"),
-    wrong_shape(
+    Mistake.not_a_tensor("your encoding for {inputs}"),
+    Mistake.wrong_shape(
         "your encoding", "one row per position, one column per feature, (T, d_model)"
     ),
     # the formula
@@ -375,8 +364,8 @@ def rope_wrong_frequencies_linear(x, positions):
 
 ROPE_MISTAKES = [
     # what the function returns
-    not_a_tensor("your output for {inputs}"),
-    wrong_shape(
+    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.wrong_shape(
         "your output", "RoPE rotates x in place of x: the output has the shape of x"
     ),
     # the pairs, the frequencies and the positions
@@ -401,7 +390,7 @@ ROPE_MISTAKES = [
         " the"
         " positions were 0, 1, 2, ...",
     ),
-    Mistake(None, lambda t: not finite(t.got), mismatch("your output").message),
+    Mistake(None, lambda t: not finite(t.got), Mistake.mismatch("your output").message),
     # is it a rotation, and by which angles
     Mistake(
         rope_sign_slip,
@@ -426,7 +415,9 @@ ROPE_MISTAKES = [
         lambda t: bool(t.wrong_angles.any()),
         "for {inputs}, {wrong_angle}: check the frequencies theta_i = 10000^(-2i/d)",
     ),
-    mismatch("your output"),  # the angles are right to 1e-3 rad, the values are not
+    Mistake.mismatch(
+        "your output"
+    ),  # the angles are right to 1e-3 rad, the values are not
 ]
 
 check_apply_rope = Checker(

@@ -12,19 +12,8 @@ from ..heads import repeat_kv
 from ..kv_cache import cached_attention_step
 from ..masks import causal_mask
 from ..positional import apply_rope
-from .harness import (
-    Checker,
-    Mistake,
-    Trial,
-    close,
-    gen,
-    mismatch,
-    not_a_tensor,
-    position_span,
-    randn,
-    shape,
-    wrong_shape,
-)
+from .compare import close, position_span, shape
+from .harness import Checker, Mistake, Trial, gen, randn
 
 
 class KVStepTrial(Trial):
@@ -228,7 +217,9 @@ def _cache_value_rows(name: str, in_front: Callable | None = None) -> list[Mista
             f"after {{inputs}}, your {name} has the new entries in front of the old"
             " ones: append them at the end",
         ),
-        Mistake(None, wrong, mismatch(f"your {name}", got, want).message),  # catch-all
+        Mistake(
+            None, wrong, Mistake.mismatch(f"your {name}", got, want).message
+        ),  # catch-all
     ]
 
 
@@ -314,9 +305,9 @@ KV_CACHE_MISTAKES = [
         "your function should return three things, (out, cache_k, cache_v): the output"
         " and the two updated caches",
     ),
-    not_a_tensor("your out for {inputs}", attr="got_out"),
-    not_a_tensor("your cache_k for {inputs}", attr="got_cache_k"),
-    not_a_tensor("your cache_v for {inputs}", attr="got_cache_v"),
+    Mistake.not_a_tensor("your out for {inputs}", attr="got_out"),
+    Mistake.not_a_tensor("your cache_k for {inputs}", attr="got_cache_k"),
+    Mistake.not_a_tensor("your cache_v for {inputs}", attr="got_cache_v"),
     *_cache_rows("cache_k", not_appended=kv_cache_not_appended),
     *_cache_rows("cache_v"),
     # the rotated keys in the cache
@@ -339,7 +330,7 @@ KV_CACHE_MISTAKES = [
     *_cache_value_rows("cache_k", in_front=kv_prepends_new_entries),
     *_cache_value_rows("cache_v"),
     # the output
-    wrong_shape(
+    Mistake.wrong_shape(
         "your out",
         "(B, h, T_new, d_k): one row per new query",
         attr="got_out",
@@ -378,7 +369,7 @@ KV_CACHE_MISTAKES = [
         " tokens arrive at once they attend causally, with"
         " tl.causal_mask(T_new, T_past + T_new)",
     ),
-    mismatch("your out", "got_out", "want_out"),
+    Mistake.mismatch("your out", "got_out", "want_out"),
 ]
 
 check_kv_cache_step = Checker(

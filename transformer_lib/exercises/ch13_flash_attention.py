@@ -21,21 +21,8 @@ from functools import cached_property
 import torch
 
 from ..flash import online_attention_step
-from .harness import (
-    Checker,
-    Mistake,
-    Trial,
-    call,
-    close,
-    first_mismatch,
-    gen,
-    not_a_tensor,
-    num,
-    randn,
-    shape,
-    where,
-    wrong_shape,
-)
+from .compare import close, first_mismatch, num, shape, where
+from .harness import Checker, Mistake, Trial, call, gen, randn
 
 NEG_INF = float("-inf")
 
@@ -298,14 +285,12 @@ def _mismatch_message(t: OnlineTrial) -> str:
 
 ONLINE_MISTAKES = [
     # what the function returns
-    Mistake(
+    Mistake.returns_a_tuple(
         online_returns_the_state,
-        lambda t: isinstance(t.got, (tuple, list)),
-        "your function returned a tuple or list; return only the output"
-        " (..., T_q, d_v), o / l after the last block",
+        "the output (..., T_q, d_v), o / l after the last block",
     ),
-    not_a_tensor("your output for {inputs}"),
-    wrong_shape(
+    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.wrong_shape(
         "your output",
         lambda t: (
             f"one row per query, d_v wide, {shape(t.want)}: keep the batch"

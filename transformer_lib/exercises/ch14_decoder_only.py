@@ -8,17 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from ..gpt import causal_lm_loss
-from .harness import (
-    Checker,
-    Mistake,
-    Trial,
-    close,
-    gen,
-    not_a_tensor,
-    num,
-    randn,
-    wrong_shape,
-)
+from .compare import close, num
+from .harness import Checker, Mistake, Trial, gen, randn
 
 
 def _nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -164,8 +155,8 @@ def lm_loss_per_position(logits, tokens, loss_mask=None):
 
 
 LM_LOSS_MISTAKES = [
-    not_a_tensor("your loss for {inputs}"),
-    wrong_shape(
+    Mistake.not_a_tensor("your loss for {inputs}"),
+    Mistake.wrong_shape(
         "your loss",
         "the loss is one number, the mean over the targets (shape ())",
         example=lm_loss_per_position,

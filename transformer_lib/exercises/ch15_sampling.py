@@ -7,17 +7,8 @@ from functools import cached_property
 import torch
 
 from ..sampling import top_k_filter, top_p_filter
-from .harness import (
-    Checker,
-    Mistake,
-    Trial,
-    close,
-    gen,
-    mismatch,
-    not_a_tensor,
-    randn,
-    wrong_shape,
-)
+from .compare import close
+from .harness import Checker, Mistake, Trial, gen, randn
 
 NEG_INF = float("-inf")
 
@@ -141,8 +132,8 @@ def top_k_renormalised_logits(logits, k):
 
 
 TOP_K_MISTAKES = [
-    not_a_tensor("your output for {inputs}"),
-    wrong_shape(
+    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.wrong_shape(
         "your output",
         "a filter returns logits of the input's shape, with -inf outside the kept set",
     ),
@@ -185,7 +176,7 @@ TOP_K_MISTAKES = [
         " (z_v >= z_(k), eq. top-k), as transformers does; compare with the k-th value"
         " instead of keeping k indices",
     ),
-    mismatch("your output"),
+    Mistake.mismatch("your output"),
 ]
 
 check_top_k_filter = Checker(
@@ -289,8 +280,8 @@ def top_p_probabilities(logits, p):
 
 
 TOP_P_MISTAKES = [
-    not_a_tensor("your output for {inputs}"),
-    wrong_shape(
+    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.wrong_shape(
         "your output",
         "a filter returns logits of the input's shape, with -inf outside the kept set",
     ),
@@ -338,7 +329,7 @@ TOP_P_MISTAKES = [
         "for {inputs}, {n_kept}: the nucleus is the smallest set of most likely tokens"
         " whose probabilities add up to at least p",
     ),
-    mismatch("your output"),
+    Mistake.mismatch("your output"),
 ]
 
 check_top_p_filter = Checker(

@@ -8,18 +8,8 @@ import torch
 
 from ..norm import rms_norm
 from ..positional import apply_rope
-from .harness import (
-    Checker,
-    Mistake,
-    Trial,
-    close,
-    finite,
-    gen,
-    mismatch,
-    not_a_tensor,
-    randn,
-    wrong_shape,
-)
+from .compare import close, finite
+from .harness import Checker, Mistake, Trial, gen, randn
 
 # --------------------------------------------------------------------------------------
 # rms_norm(x, weight, eps=1e-6): gamma * x / sqrt(mean(x^2) + eps)
@@ -139,8 +129,8 @@ _EPS_NOTE = (
 
 RMS_MISTAKES = [
     # what the function returns
-    not_a_tensor("your output for {inputs}"),
-    wrong_shape("your output", "RMSNorm keeps the shape of x"),
+    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.wrong_shape("your output", "RMSNorm keeps the shape of x"),
     # the formula
     Mistake(
         rms_subtracts_mean,
@@ -183,7 +173,7 @@ RMS_MISTAKES = [
         lambda t: t.like(eps_outside=True),
         "for {inputs}, eps is added after the square root; " + _EPS_NOTE,
     ),
-    mismatch("your output"),
+    Mistake.mismatch("your output"),
 ]
 
 check_rms_norm = Checker(
@@ -352,8 +342,8 @@ def rope_half_ignores_positions(x, positions, base=10000.0):
 
 
 ROPE_HALF_MISTAKES = [
-    not_a_tensor("your output for {inputs}"),
-    wrong_shape(
+    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.wrong_shape(
         "your output", "RoPE rotates x in place: the output has the shape of x"
     ),
     Mistake(
@@ -393,7 +383,7 @@ ROPE_HALF_MISTAKES = [
         " rotation: both halves must use the same d/2 angles, Theta = (theta_0 .."
         " theta_{{d/2-1}}, theta_0 .. theta_{{d/2-1}})",
     ),
-    mismatch("your output"),
+    Mistake.mismatch("your output"),
 ]
 
 check_apply_rope_half = Checker(

@@ -12,7 +12,8 @@ from functools import cached_property
 import torch
 
 from ..positional import alibi_bias, alibi_slopes
-from .harness import Checker, Mistake, Trial, close, mismatch, not_a_tensor, wrong_shape
+from .compare import close
+from .harness import Checker, Mistake, Trial
 
 NEG_INF = float("-inf")
 
@@ -93,8 +94,8 @@ def alibi_zero_future(n_heads, T):
 
 
 ALIBI_MISTAKES = [
-    not_a_tensor("your bias for {inputs}"),
-    wrong_shape("your bias", "one (T, T) matrix per head: (n_heads, T, T)"),
+    Mistake.not_a_tensor("your bias for {inputs}"),
+    Mistake.wrong_shape("your bias", "one (T, T) matrix per head: (n_heads, T, T)"),
     Mistake(
         alibi_slopes_from_zero,
         lambda t: (
@@ -132,7 +133,7 @@ ALIBI_MISTAKES = [
         "for {inputs}, the keys after the query (j > i) are not masked; fill them"
         " with -inf, as the causal mask does",
     ),
-    mismatch("your bias"),
+    Mistake.mismatch("your bias"),
 ]
 
 check_alibi_bias = Checker(

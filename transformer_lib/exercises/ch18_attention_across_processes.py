@@ -22,17 +22,9 @@ import torch
 
 from ..flash import merge_attention
 from ..parallel.ring import block_attention
-from .harness import (
-    Checker,
-    Mistake,
-    Trial,
-    close,
-    gen,
-    mismatch,
-)
-from .harness import (
-    randn as _randn,
-)
+from .compare import close
+from .harness import Checker, Mistake, Trial, gen
+from .harness import randn as _randn
 
 NEG_INF = float("-inf")
 
@@ -261,9 +253,9 @@ RING_MISTAKES = [
     Mistake(
         None,
         lambda t: not close(t.got_out, t.want_out),
-        mismatch("your out", attr="got_out", want="want_out").message,
+        Mistake.mismatch("your out", attr="got_out", want="want_out").message,
     ),
-    mismatch("your lse", attr="got_lse", want="want_lse"),
+    Mistake.mismatch("your lse", attr="got_lse", want="want_lse"),
 ]
 
 check_ring_step = Checker(

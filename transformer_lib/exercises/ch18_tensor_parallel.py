@@ -19,14 +19,8 @@ import torch
 import torch.nn.functional as F
 
 from ..heads import MultiHeadAttention
-from .harness import (
-    Checker,
-    Mistake,
-    Trial,
-    Wrong,
-    close,
-    mismatch,
-)
+from .compare import close
+from .harness import Checker, Mistake, Trial, Wrong
 
 NEG_INF = float("-inf")
 
@@ -275,7 +269,7 @@ TP_MISTAKES = [
         " a rank needs the one its query heads read, (rank h / P) // (h / h_kv),"
         " not rank mod h_kv",
     ),
-    mismatch("your output", attr="got_rank"),
+    Mistake.mismatch("your output", attr="got_rank"),
 ]
 
 check_tensor_parallel_attention = Checker(

@@ -4,13 +4,13 @@ A checker runs the learner's function on a list of :class:`Trial` objects (one s
 input each, with the library's answer). When a result is not right, it reads the
 checker's table of :class:`Mistake` rows from the top and stops at the first row whose
 ``detect`` holds: the learner sees that row's ``message``, filled in from the trial. A
-table ends with a catch-all row (usually :func:`mismatch`), so every wrong result gets a
-message.
+table ends with a catch-all row (usually :meth:`Mistake.mismatch`), so every wrong
+result gets a message. How tensors are compared and numbers said in the messages is in
+:mod:`.compare`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,8 +18,7 @@ from typing import Any
 
 import torch
 
-# float32 inputs; a correct answer computed another way lands well inside this
-ATOL, RTOL = 1e-5, 1e-4
+from .compare import ATOL, RTOL, close, first_mismatch, num, shape, where
 
 NOT_ATTEMPTED_HINT = (
     "Replace the `raise NotImplementedError` line and run the cell again."
@@ -115,6 +114,83 @@ class Mistake:
             return self.message(trial)
         return self.message.format_map(_Fields(trial))
 
+    # Rows that several tables share: a tuple where one tensor is due, and the
+    # catch-alls
+
+    @classmethod
+    def returns_a_tuple(cls, example: Callable, what: str) -> Mistake:
+        """The learner returned a tuple or list where one tensor, ``what``, is due."""
+
+        def message(t: Trial) -> str:
+            kind = type(t.got).__name__
+            return f"your function returned a {kind}; return only {what}"
+
+        return cls(example, lambda t: isinstance(t.got, (tuple, list)), message)
+
+    @classmethod
+    def not_a_tensor(cls, what: str, attr: str = "got") -> Mistake:
+        """Catch-all: ``trial.<attr>`` is not a tensor (``what``, a template, names
+        it)."""
+
+        def message(t: Trial) -> str:
+            got = getattr(t, attr)
+            named = what.format_map(_Fields(t))
+            return f"{named} should be a torch.Tensor, got {type(got).__name__}"
+
+        return cls(
+            None, lambda t: not isinstance(getattr(t, attr), torch.Tensor), message
+        )
+
+    @classmethod
+    def wrong_shape(
+        cls,
+        what: str,
+        hint: str | Callable[[Any], str] = "",
+        attr: str = "got",
+        want: str = "want",
+        example: Callable | None = None,
+    ) -> Mistake:
+        """Catch-all: ``trial.<attr>`` has another shape than ``trial.<want>``.
+
+        The message says both shapes and then ``hint``, the shape the result should
+        have and why.
+        """
+
+        def message(t: Trial) -> str:
+            got, expected = getattr(t, attr), getattr(t, want)
+            verb = "have" if what.endswith("weights") else "has"
+            said = hint(t) if callable(hint) else hint
+            return (
+                f"{what} {verb} shape {shape(got)} for {t.inputs};"
+                f" expected {shape(expected)}" + (f": {said}" if said else "")
+            )
+
+        return cls(
+            example, lambda t: getattr(t, attr).shape != getattr(t, want).shape, message
+        )
+
+    @classmethod
+    def mismatch(
+        cls,
+        what: str = "your output",
+        attr: str = "got",
+        want: str = "want",
+        atol: float | None = None,
+        example: Callable | None = None,
+    ) -> Mistake:
+        """Catch-all: the first element where ``trial.<attr>`` differs from ``<want>``.
+
+
+        ``atol`` defaults to the trial's own tolerance.
+        """
+
+        def message(t: Trial) -> str:
+            tol = t.atol if atol is None else atol
+            idx, g, w = first_mismatch(getattr(t, attr), getattr(t, want), tol, t.rtol)
+            return f"for {t.inputs}, {what}{where(idx)} is {num(g)}; expected {num(w)}"
+
+        return cls(example, lambda t: True, message)
+
 
 class _Fields(dict):
     """A template's fields, read from the trial's attributes."""
@@ -125,67 +201,6 @@ class _Fields(dict):
 
     def __missing__(self, name: str) -> Any:
         return getattr(self.trial, name)
-
-
-def not_a_tensor(what: str, attr: str = "got") -> Mistake:
-    """Catch-all: ``trial.<attr>`` is not a tensor (``what``, a template, names it)."""
-
-    def message(t: Trial) -> str:
-        got = getattr(t, attr)
-        named = what.format_map(_Fields(t))
-        return f"{named} should be a torch.Tensor, got {type(got).__name__}"
-
-    return Mistake(
-        None, lambda t: not isinstance(getattr(t, attr), torch.Tensor), message
-    )
-
-
-def wrong_shape(
-    what: str,
-    hint: str | Callable[[Any], str] = "",
-    attr: str = "got",
-    want: str = "want",
-    example: Callable | None = None,
-) -> Mistake:
-    """Catch-all: ``trial.<attr>`` has another shape than ``trial.<want>``.
-
-    The message says both shapes and then ``hint``, the shape the result should have and
-    why.
-    """
-
-    def message(t: Trial) -> str:
-        got, expected = getattr(t, attr), getattr(t, want)
-        verb = "have" if what.endswith("weights") else "has"
-        said = hint(t) if callable(hint) else hint
-        return (
-            f"{what} {verb} shape {shape(got)} for {t.inputs};"
-            f" expected {shape(expected)}" + (f": {said}" if said else "")
-        )
-
-    return Mistake(
-        example, lambda t: getattr(t, attr).shape != getattr(t, want).shape, message
-    )
-
-
-def mismatch(
-    what: str = "your output",
-    attr: str = "got",
-    want: str = "want",
-    atol: float | None = None,
-    example: Callable | None = None,
-) -> Mistake:
-    """Catch-all: the first element where ``trial.<attr>`` differs from ``<want>``.
-
-
-    ``atol`` defaults to the trial's own tolerance.
-    """
-
-    def message(t: Trial) -> str:
-        tol = t.atol if atol is None else atol
-        idx, g, w = first_mismatch(getattr(t, attr), getattr(t, want), tol, t.rtol)
-        return f"for {t.inputs}, {what}{where(idx)} is {num(g)}; expected {num(w)}"
-
-    return Mistake(example, lambda t: True, message)
 
 
 # --------------------------------------------------------------------------------------
@@ -290,71 +305,6 @@ def call(candidate: Callable, inputs: str, *args: Any, **kwargs: Any) -> Any:
 
 def clone(x: Any) -> Any:
     return x.clone() if isinstance(x, torch.Tensor) else x
-
-
-# --------------------------------------------------------------------------------------
-# Comparing tensors, and saying numbers, indices and shapes in messages
-# --------------------------------------------------------------------------------------
-
-
-def close(
-    a: Any, b: torch.Tensor | None, atol: float = ATOL, rtol: float = RTOL
-) -> bool:
-    """Same shape and allclose, NaN never equal; in float64, so dtypes may differ."""
-    if a is None or b is None or not isinstance(a, torch.Tensor) or a.shape != b.shape:
-        return False
-    return bool(
-        torch.allclose(a.detach().double(), b.detach().double(), atol=atol, rtol=rtol)
-    )
-
-
-def first_mismatch(
-    got: torch.Tensor, want: torch.Tensor, atol: float = ATOL, rtol: float = RTOL
-) -> tuple[tuple[int, ...], torch.Tensor, torch.Tensor]:
-    """(index, got value, expected value) of the first element outside tolerance.
-
-    NaN counts as wrong.
-    """
-    g, w = got.detach().double(), want.detach().double()
-    bad = ~torch.isclose(g, w, atol=atol, rtol=rtol)
-    idx = tuple(int(i) for i in bad.nonzero()[0])
-    return idx, g[idx], w[idx]
-
-
-def finite(t: torch.Tensor) -> bool:
-    return bool(torch.isfinite(t).all())
-
-
-def first_index(where: torch.Tensor) -> tuple[int, ...]:
-    """The index of the first True element of a bool tensor."""
-    return tuple(int(i) for i in where.nonzero()[0])
-
-
-def shape(t: torch.Tensor | torch.Size | tuple) -> str:
-    dims = tuple(t.shape) if isinstance(t, torch.Tensor) else tuple(t)
-    return "(" + ", ".join(str(d) for d in dims) + ")"
-
-
-def num(x: float | torch.Tensor) -> str:
-    x = float(x)
-    if math.isnan(x) or math.isinf(x):
-        return str(x)
-    return f"{x:.4g}"
-
-
-def where(index: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(int(i)) for i in index) + "]"
-
-
-def row(idx: tuple[int, ...], lead: str = "batch index") -> str:
-    """'row 3', or 'row 3 (at batch index [1, 0])' when the row sits in a batch."""
-    return f"row {idx[-1]}" + (
-        f" (at {lead} {where(idx[:-1])})" if len(idx) > 1 else ""
-    )
-
-
-def position_span(a: int, b: int) -> str:
-    return f"position {a}" if a == b else f"positions {a}..{b}"
 
 
 # --------------------------------------------------------------------------------------
