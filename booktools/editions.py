@@ -109,7 +109,13 @@ def extract(out: Path = EDITIONS_DIR / "gettext") -> Path:
         [JB, "build", ".", "--config", config, "--path-output", out, "--builder",
          "custom", "--custom-builder", "gettext"]
     )  # fmt: skip
-    return out / "_build" / "gettext"
+    pot = out / "_build" / "gettext"
+    # the messages of the book's template overrides (book/_templates): Sphinx's own
+    # catalog, sphinx.po, is kept by hand with the other words Sphinx and the theme
+    # write around the pages (booktools/sphinx_ext.py), which no .pot lists; the
+    # browser test checks that none of them is left in English
+    (pot / "sphinx.pot").unlink(missing_ok=True)
+    return pot
 
 
 def update_catalogs() -> None:
@@ -117,10 +123,6 @@ def update_catalogs() -> None:
     ones become fuzzy, removed ones obsolete (``python -m booktools.po_check`` then
     fails)."""
     pot = extract()
-    # the messages of the book's template overrides (book/_templates): Sphinx's own
-    # catalog, sphinx.po, is kept by hand with the other words Sphinx and the theme
-    # write around the pages (booktools/sphinx_ext.py), which no .pot lists
-    (pot / "sphinx.pot").unlink(missing_ok=True)
     run(
         [Path(sys.executable).parent / "sphinx-intl", "update", "-p", pot, "-l",
          "zh_CN", "-d", LOCALES, "-w", "88"]
