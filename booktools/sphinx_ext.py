@@ -13,9 +13,14 @@ Registered in _config.yml (``sphinx.local_extensions``) through its adapter
   linking to the same page in the other editions (English at the site root, the
   others under ``zh_CN/`` and ``zh_TW/``);
 * indexes Chinese pages for search in linear time (:func:`use_linear_chinese_search`);
-* translates the words of the theme that its own catalogs leave in English (button
-  tooltips, landmark labels, the footer) from the catalog ``theme.po``, once every page
-  is written (:func:`translate_theme_words`).
+* gives the theme's words that its own catalogs leave in English (button tooltips,
+  landmark labels, the footer, Sphinx's "Link to this heading") to the catalogs Sphinx
+  and the theme look them up in: the edition's ``sphinx.po`` and ``booktheme.po``
+  (:func:`theme_words`), with ``_()`` put where a template wrote English
+  (``book/_templates``) and in myst-nb's hidden-cell toggle
+  (:func:`hidden_cell_html_visitors`);
+* writes show_source's line above the library code in the edition's words
+  (:class:`TranslateSourceLines`).
 
 The editions themselves, and the Chinese search's dictionary, come from
 :mod:`booktools.editions` (called by ``make book``).
@@ -133,6 +138,88 @@ class KeepNeutralTextUntranslated(SphinxTransform):
                 node["translatable"] = False
 
 
+# show_source's line above the code it shows (transformer_lib/viz/source.py), as the
+# notebook's output has it: "Source of `name` in `module`:"
+SOURCE_LINE = "Source of %(name)s in %(module)s:"
+
+
+def _is_source_line(node: nodes.paragraph) -> bool:
+    words = [c.astext() if isinstance(c, nodes.Text) else None for c in node.children]
+    return (
+        len(node.children) == 5
+        and words[0] == "Source of "
+        and words[2] == " in "
+        and words[4] == ":"
+        and all(isinstance(node.children[i], nodes.literal) for i in (1, 3))
+    )
+
+
+class TranslateSourceLines(SphinxTransform):
+    """In a Chinese edition, show_source's line above the library code a chapter shows
+    ("Source of `softmax` in `transformer_lib.attention`:") in the edition's words.
+
+    The line is a code cell's output, computed once in English and kept out of the
+    page catalogs with every output (:class:`KeepNeutralTextUntranslated`); its words
+    come from Sphinx's own catalog of the edition (``locales/zh_CN/LC_MESSAGES/
+    sphinx.po``, zh_TW derived from it), the names stay code. The library knows
+    nothing of editions: it prints English, as it does in a reader's kernel.
+    """
+
+    default_priority = 25  # after the Locale transform
+
+    def apply(self, **kwargs) -> None:
+        if not is_translation(self.app):
+            return
+        from sphinx.locale import _
+
+        words = _(SOURCE_LINE)
+        if words == SOURCE_LINE:
+            return
+        for cell in self.document.findall(nodes.container):
+            if cell.get("nb_element") != "cell_code_output":
+                continue
+            for para in list(cell.findall(nodes.paragraph)):
+                if _is_source_line(para):
+                    name, module = para.children[1], para.children[3]
+                    del para[:]
+                    para.extend(_source_line(words, name, module))
+
+
+def _source_line(words: str, name: nodes.literal, module: nodes.literal) -> list:
+    """The translated line: its words as text, the two names as the code they are."""
+    out = []
+    for piece in re.split(r"(%\((?:name|module)\)s)", words):
+        if piece == "%(name)s":
+            out.append(name)
+        elif piece == "%(module)s":
+            out.append(module)
+        elif piece:
+            out.append(nodes.Text(piece))
+    return out
+
+
+HIDDEN_CELL_LABEL = 'aria-label="Toggle hidden content"'
+
+
+def hidden_cell_html_visitors() -> tuple:
+    """myst-nb's HTML visitors of a hidden code cell, with the toggle's label in the
+    edition's language: myst-nb writes ``aria-label="Toggle hidden content"`` as a
+    literal, outside any catalog. Registered with Sphinx's ``add_node(...,
+    override=True)``; the rest of the HTML is myst-nb's own."""
+    from myst_nb.sphinx_ import depart_HideCellInput, visit_HideCellInput
+    from sphinx.locale import _
+
+    def visit(self, node) -> None:
+        start = len(self.body)
+        visit_HideCellInput(self, node)
+        label = f'aria-label="{html.escape(_("Toggle hidden content"))}"'
+        self.body[start:] = [
+            part.replace(HIDDEN_CELL_LABEL, label) for part in self.body[start:]
+        ]
+
+    return visit, depart_HideCellInput
+
+
 # (docname, key) -> the glued value, as the notebook's own parse found it
 _GLUE_VALUES: dict[tuple[str, str], object] = {}
 
@@ -216,6 +303,18 @@ def add_switcher(
     context["tl_editions"] = language_links(app, pagename)
 
 
+def translate_author(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree
+) -> None:
+    """The authors' name (``_config.yml``'s ``author``, which sphinx-book-theme puts
+    in the page's context) from the edition's catalog, for the footer's sentence of
+    ``book/_templates/author.html``."""
+    if app.builder.format == "html" and is_translation(app) and context.get("author"):
+        from sphinx.locale import _
+
+        context["author"] = _(context["author"])
+
+
 def translate_toc_captions(app: Sphinx, doctree: nodes.document) -> None:
     """Translate the part captions of the table of contents.
 
@@ -256,10 +355,14 @@ def exercise_titles_as_translated(app: Sphinx, doctree: nodes.document) -> None:
                 entry["node"] = node
 
 
-def exercise_words_for_derived_editions(app: Sphinx) -> None:
+def exercise_words_for_derived_editions(app: Sphinx, config=None) -> None:
     """sphinx-exercise ships no zh_TW catalog ("Exercise", "Solution to");
     booktools.catalogs.derive_zh_tw derives one from its zh_CN catalog into the
-    edition's locale directory, registered here."""
+    edition's locale directory, registered here.
+
+    Connected to ``config-inited`` ahead of sphinx-exercise's own handler, which
+    writes the exercises' caption format ("Exercise %s") from the catalog there: at
+    ``builder-inited`` the catalog would come too late for the captions."""
     for d in app.config.locale_dirs:
         path = posixpath.join(app.srcdir, d)
         mo = posixpath.join(path, app.config.language or "", "LC_MESSAGES")
@@ -299,57 +402,48 @@ def use_linear_chinese_search(app: Sphinx) -> None:
         app.add_search_language(linear_chinese_search())
 
 
-THEME_CATALOG = "theme"
-# where the theme's words sit: attribute values, and the footer's text
-THEME_ATTRIBUTE = re.compile(r'(\s(?:title|aria-label|data-bs-title|alt)=")([^"]+)(")')
-THEME_TEXT = re.compile(r"(>\s*)([^<>]*?[A-Za-z][^<>]*?)(\s*<)")
+# sphinx-book-theme looks its words up in its own catalog domain, "booktheme", whose
+# zh_CN lacks a few ("Launch on Binder", the logos' "logo"): the editions add theirs
+THEME_DOMAIN = "booktheme"
 
 
-def translate_theme_words(page: str, table: dict[str, str]) -> str:
-    """The theme's English words of one written page, in the edition's language.
-
-    The theme writes some words straight into its templates (``title="Toggle primary
-    sidebar"``) and looks others up in catalogs that lack them, so they are replaced
-    in the written HTML: exact attribute values and exact text between tags only.
-    """
-
-    def swap(m: re.Match) -> str:
-        word = html.unescape(m.group(2))
-        if word not in table:
-            return m.group(0)
-        return m.group(1) + html.escape(table[word]) + m.group(3)
-
-    page = THEME_ATTRIBUTE.sub(swap, page)  # the code cells' toggles too
-    # text only outside the chapter itself (its code and outputs are not the theme's)
-    article = re.search(r'<article class="bd-article".*?</article>', page, re.S)
-    start, end = article.span() if article else (len(page), len(page))
-    return (
-        THEME_TEXT.sub(swap, page[:start])
-        + page[start:end]
-        + THEME_TEXT.sub(swap, page[end:])
-    )
-
-
-def translate_theme(app: Sphinx, exception: Exception | None) -> None:
-    if exception is not None or app.builder.format != "html" or not is_translation(app):
+def theme_words(app: Sphinx) -> None:
+    """The theme's words through its own catalogs, as Sphinx and the theme look them
+    up: Sphinx's and pydata-sphinx-theme's (and those of the book's template overrides
+    in ``book/_templates``, which put ``_()`` where the theme wrote English) in the
+    edition's ``sphinx.po``, which Sphinx reads from ``locale_dirs`` before its own;
+    sphinx-book-theme's in the edition's ``booktheme.po``, compiled and added here
+    behind the theme's own catalog."""
+    if not is_translation(app):
         return
+    from sphinx.util.i18n import CatalogRepository
 
-    table = catalog_table(app, THEME_CATALOG)
-    for path in pathlib.Path(app.outdir).rglob("*.html"):
-        page = path.read_text(encoding="utf-8")
-        translated = translate_theme_words(page, table)
-        if translated != page:
-            path.write_text(translated, encoding="utf-8")
+    repo = CatalogRepository(
+        app.srcdir, app.config.locale_dirs, app.config.language, "utf-8"
+    )
+    for catalog in repo.catalogs:
+        if catalog.domain == THEME_DOMAIN:
+            if catalog.is_outdated():
+                catalog.write_mo(app.config.language)
+            locale_dir = pathlib.Path(catalog.base_dir).parents[1]
+            app.add_message_catalog(THEME_DOMAIN, str(locale_dir))
 
 
 def setup(app: Sphinx) -> dict:
-    app.connect("build-finished", translate_theme)
+    app.connect("builder-inited", theme_words)
     app.connect("builder-inited", use_linear_chinese_search)
     app.add_transform(KeepNeutralTextUntranslated)
+    app.add_transform(TranslateSourceLines)
+    from myst_nb.sphinx_ import HideCodeCellNode
+
+    app.setup_extension("myst_nb")  # its own add_node comes first
+    app.add_node(HideCodeCellNode, override=True, html=hidden_cell_html_visitors())
     _patch_glue_lookup()
     app.connect("html-page-context", add_switcher)
+    app.connect("html-page-context", translate_author, priority=600)  # after the theme
     app.connect("doctree-read", translate_toc_captions, priority=400)
     app.connect("doctree-read", exercise_titles_as_translated)
-    app.connect("builder-inited", exercise_words_for_derived_editions)
+    # before sphinx-exercise's init_numfig (priority 500) reads "Exercise"
+    app.connect("config-inited", exercise_words_for_derived_editions, priority=400)
     app.add_post_transform(ExtractExerciseNames)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

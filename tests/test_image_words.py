@@ -243,3 +243,70 @@ def test_an_editions_repeated_pictures_are_not_drawn_again():
     assert not {f.get("png") for f in chinese.values()} & {
         f.get("png") for f in english.values()
     } - {None}
+
+
+def _overlapping_texts(fig) -> list[tuple[str, str]]:
+    """Pairs of the figure's titles (axes' and the figure's own) whose drawn boxes
+    overlap or touch (within 2 px), and titles whose own lines do."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    titles = [fig._suptitle] if fig._suptitle else []
+    titles += [ax.title for ax in fig.axes if ax.title.get_text()]
+    boxes = [(t.get_text(), t.get_window_extent(renderer).padded(2)) for t in titles]
+    out = [
+        (a, b)
+        for i, (a, box_a) in enumerate(boxes)
+        for b, box_b in boxes[i + 1 :]
+        if box_a.overlaps(box_b)
+    ]
+    for t in titles:  # a title's lines, each drawn alone at its place
+        lines = t.get_text().split("\n")
+        if len(lines) > 1:
+            height = t.get_window_extent(renderer).height
+            one = Text(text=lines[0], fontproperties=t.get_fontproperties())
+            one.figure = fig
+            if one.get_window_extent(renderer).height * len(lines) > height:
+                out.append((t.get_text(), "its own lines"))
+    return out
+
+
+def test_chapter_4s_combined_mask_titles_do_not_crowd_in_any_edition():
+    """The figure of chapter 4 that puts the causal, padding and combined masks side
+    by side (its own cell, run here as the chapter runs it): no title touches another
+    or the figure's title, in English and in each Chinese edition's words, whose CJK
+    font is taller (the two-line Chinese titles of its middle column once did)."""
+    import transformer_lib as tl
+    from booktools.catalogs import image_tables
+    from transformer_lib.demos import masking
+    from transformer_lib.viz import heatmap
+
+    nb = nbformat.read("book/04_masks.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if "combined (B, 1, T, T)" in c.source)
+    T, lengths = 6, torch_tensor([6, 4, 2])
+    pad = tl.padding_mask(lengths, T)
+    causal = tl.causal_mask(T)
+    namespace = dict(
+        plt=plt, masking=masking, heatmap=heatmap, T=T, lengths=lengths, pad=pad,
+        causal=causal, combined=causal & pad,
+    )  # fmt: skip
+    shown = []
+    plt_show, plt.show = plt.show, lambda: shown.append(plt.gcf())
+    try:
+        exec(cell.source, namespace)
+    finally:
+        plt.show = plt_show
+    (fig,) = shown
+    assert not _overlapping_texts(fig), _overlapping_texts(fig)
+    for language, table in image_tables().items():
+        with image_words.drawn_in(fig, language, table, FONTS[language]):
+            crowded = _overlapping_texts(fig)
+            assert not crowded, f"{language}: {crowded}"
+    plt.close(fig)
+
+
+def torch_tensor(values):
+    import torch
+
+    return torch.tensor(values)

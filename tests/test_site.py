@@ -27,7 +27,7 @@ import os
 import re
 import threading
 import time
-from html import escape as html_escape
+from html import unescape as html_unescape
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -890,29 +890,126 @@ def test_figure_words_are_translated(site, edition):
     assert not english, f"figure words left in English on {edition}: {english[:5]}"
 
 
-@pytest.mark.parametrize("edition", [e for e in EDITIONS if e])
-def test_theme_words_are_translated(site, edition):
-    """The theme's tooltips, landmark labels and footer, which its own catalogs leave
-    in English, come from locales/zh_CN/LC_MESSAGES/theme.po on every page."""
+# The words Sphinx, the theme and the build write around a page, in English, where a
+# Chinese page must have its own: (what, a pattern over the page's text or its
+# attributes). Each is on the English pages (checked too), so the check cannot pass
+# for want of something to find.
+ENGLISH_AROUND_THE_PAGE = {
+    "exercise caption": ("text", re.compile(r"\bExercise \d")),
+    "solution title": ("text", re.compile(r"\bSolution to\b")),
+    "show_source line": ("text", re.compile(r"\bSource of\b")),
+    "footer's authors": ("text", re.compile(r"transformer_lib authors|\bBy The\b")),
+    "copyright line": ("text", re.compile(r"© Copyright")),
+    "¶ link tooltip": ("attr", re.compile(r"^Link to this ")),
+}
+
+
+def _page_text(page: str) -> str:
+    page = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
+    return html_unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def _page_attributes(page: str) -> list[str]:
+    return [
+        html_unescape(m.group(1))
+        for m in re.finditer(
+            r'\s(?:title|aria-label|alt|data-bs-title)="([^"]*)"', page
+        )
+    ]
+
+
+def _catalog_words(name: str) -> set[str]:
+    """The plain (not formatted) English words of a hand-kept catalog of the theme."""
     from babel.messages.pofile import read_po
 
-    from booktools.sphinx_ext import THEME_ATTRIBUTE
+    with (ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / f"{name}.po").open("rb") as f:
+        return {str(m.id) for m in read_po(f) if m.id and "%(" not in str(m.id)}
 
-    with (ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "theme.po").open("rb") as f:
-        words = {str(m.id) for m in read_po(f) if m.id}
-    unseen, left = set(words), []  # unseen: on no English page (a stale entry)
+
+@pytest.mark.parametrize("edition", [e for e in EDITIONS if e])
+def test_no_english_words_around_a_chinese_page(site, edition):
+    """The words Sphinx, the theme and the build write around a page come from their
+    catalogs in the edition's language (locales/zh_CN/LC_MESSAGES/sphinx.po and
+    booktheme.po, through book/_templates and booktools/sphinx_ext.py): no exercise
+    caption, "Link to this heading" tooltip, show_source line, footer, theme tooltip
+    or landmark label in English, and every figure caption translated."""
+    theme = _catalog_words("sphinx") | _catalog_words("booktheme")
+    theme |= {"Launch on Binder", "Launch on Colab", "Binder logo", "Colab logo"}
+    theme -= {"logo", "The transformer_lib authors"}  # parts of the ones above
+    theme = {w for w in theme if not re.search(r"[\u3400-\u9fff]", w)}  # English
+    cjk = re.compile(r"[\u3400-\u9fff]")
+    on_english = {what: 0 for what in ENGLISH_AROUND_THE_PAGE}
+    seen, left = set(), []
     for page in PAGES:
-        text = (site / page).read_text(encoding="utf-8")
+        en = (site / page).read_text(encoding="utf-8")
         zh = (site / (edition + page)).read_text(encoding="utf-8")
-        unseen -= {w for w in words if w in text or html_escape(w) in text}
+        for what, (where, pattern) in ENGLISH_AROUND_THE_PAGE.items():
+            for html, count in ((en, True), (zh, False)):
+                found = (
+                    pattern.findall(_page_text(html))
+                    if where == "text"
+                    else [a for a in _page_attributes(html) if pattern.search(a)]
+                )
+                if count:
+                    on_english[what] += len(found)
+                elif found:
+                    left.append(f"{page}: {what}: {found[0]!r} (x{len(found)})")
+        seen |= theme & set(_page_attributes(en))
         left += [
-            f"{page}: {m.group(2)}"
-            for m in THEME_ATTRIBUTE.finditer(zh)
-            if m.group(2) in words
+            f"{page}: theme word {a!r}" for a in _page_attributes(zh) if a in theme
         ]
-        left += [f"{page}: {w}" for w in words if w.startswith("©") and w in zh]
-    assert not unseen, f"theme.po has words no English page shows: {sorted(unseen)}"
-    assert not left, f"theme words left in English on {edition}: {left[:5]}"
+        for caption in re.findall(r"<figcaption>(.*?)</figcaption>", zh, re.S):
+            caption = re.sub(r'<span class="caption-number">.*?</span>', "", caption)
+            if not cjk.search(_page_text(caption)):
+                left.append(f"{page}: figure caption {_page_text(caption)[:60]!r}")
+    assert all(on_english.values()), (
+        f"nothing to check on the English pages: {on_english}"
+    )
+    assert seen, "no theme word found on the English pages"
+    assert not left, f"{len(left)} English words on {edition}: {left[:8]}"
+
+
+CODE_FONT_JS = r"""() => {
+  const out = [];
+  for (const sel of ["div.highlight pre", "div.highlight pre span", "code.literal"]) {
+    const el = document.querySelector("article.bd-article " + sel);
+    if (!el) { out.push([sel, null, 0, 0]); continue; }
+    const probe = (text) => {
+      const s = document.createElement("span");
+      s.textContent = text;
+      el.appendChild(s);
+      const w = s.getBoundingClientRect().width;
+      s.remove();
+      return w;
+    };
+    out.push([sel, getComputedStyle(el).fontFamily, probe("iiiiiiiiii"), probe("MMMMMMMMMM")]);
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("edition", list(EDITIONS))
+def test_code_is_monospace_in_every_edition(context, server, edition):
+    """A code block, a highlighted token in it and inline code are set in a monospace
+    font on every edition's pages: the Chinese pages' :lang(zh) rule in
+    book/_static/tl-site.css must not outrank the theme's monospace. Checked on the
+    computed font-family and on the drawn widths (ten i's as wide as ten M's)."""
+    page = next(p for p in PAGES if "01_" in p)
+    visit = Visit(context, server, edition + page)
+    try:
+        for selector, family, narrow, wide in visit.page.evaluate(CODE_FONT_JS):
+            assert family is not None, f"{edition}{page}: no {selector}"
+            first = family.split(",")[0].strip().strip('"')
+            assert first == "SFMono-Regular", f"{selector}: font-family {family}"
+            assert wide > 0 and abs(narrow - wide) < 0.5, (
+                f"{edition}{page} {selector}: not monospace ({family}):"
+                f" 10 i = {narrow:.1f} px, 10 M = {wide:.1f} px"
+            )
+    except Exception:
+        visit.shot(f"code-font-{edition.strip('/') or 'en'}")
+        raise
+    finally:
+        visit.close()
 
 
 @pytest.mark.parametrize("edition", [e for e in EDITIONS if e])
