@@ -90,7 +90,7 @@ def image_tables() -> dict[str, dict[str, str]]:
 # roles, math, inline code, link targets, and text already marked as Simplified or
 # Traditional: never converted
 PROTECTED = re.compile(
-    r'<span lang="zh-Han[st]">[^<]*</span>|'
+    r'<span lang="zh-Han[st]"[^>]*>[^<]*</span>|'
     r"\{[\w:.-]+\}`[^`]*`|\$\$.+?\$\$|\$[^$]+\$|`[^`]*`|\]\([^)\s]+\)|<[^<>]+>",
     re.S,
 )
