@@ -192,7 +192,12 @@ KNOWN_SENTENCES = [
         "列",
     ),
     ("05_multi_head", "The last line is the classic bug", "最後一行是", "各取一塊列"),
-    ("00_introduction", "Here is scaled dot-product attention", "最後一行印出輸出", None),
+    (
+        "00_introduction",
+        "Here is scaled dot-product attention",
+        "最後一行印出輸出",
+        None,
+    ),
     ("00_introduction", "Here is scaled dot-product attention", "每一列權重", None),
     ("12_kv_cache", "In particular the keys and values", "追加一列", "追加一行"),
     ("18_attention_across_processes", "", "先行平行、再列平行", None),
