@@ -20,8 +20,9 @@ Here:
 4. every other word goes through OpenCC on its own, so OpenCC's phrases apply within a
    word and never across two.
 
-``python -m booktools.taiwan [SITE_DIR]`` scans the built zh_TW pages and prints the
-counts of forbidden strings, mainland terms and row/column words.
+``python -m booktools.taiwan [SITE_DIR [LOCALE_DIR]]`` scans the built zh_TW pages and
+the derived catalogs and prints the counts of forbidden strings, mainland terms,
+row/column words and the entries that still write a row with 行.
 """
 
 from __future__ import annotations
@@ -285,7 +286,6 @@ FORBIDDEN: dict[str, str] = {
     "幾根指標": "a clock's hands are 指針",
     "幹淨": "干净 (clean) is 乾淨",
     "詞元后": "后 after a word is 後",
-    "單元格": "a notebook cell is 儲存格",
     "格里": "里 (inside) after a cell is 裡",
     "序列執行": "串行 (serial) read as 序列 (sequence): 循序執行",
     "連線": "a connection (residual, between positions) is 連接; 連線 is online",
@@ -486,19 +486,56 @@ def scan(site: Path) -> dict[str, dict[str, int]]:
     return found
 
 
+def row_entries(locales: Path) -> tuple[int, int, int]:
+    """(entries whose English speaks of rows only, those whose derived zh_TW text still
+    names a row with 行, the number of such words) over the derived catalogs under
+    ``locales``; the row words are found by cutting the text turned back into
+    Simplified."""
+    import opencc
+    from babel.messages.pofile import read_po
+
+    from .catalogs import PROTECTED
+
+    t2s = opencc.OpenCC("tw2sp")
+    rows = wrong = count = 0
+    for path in sorted(locales.rglob("*.po")):
+        with path.open("rb") as f:
+            messages = [m for m in read_po(f) if m.id and m.string]
+        for m in messages:
+            english = str(m.id)
+            if (
+                not ROWS.search(english)
+                or COLUMNS.search(english)
+                or LINES.search(english)
+            ):
+                continue
+            rows += 1
+            text = t2s.convert(PROTECTED.sub("\n", str(m.string)))
+            hang = [
+                w for w in words(text) if w in ROW_WORDS and "行" in w
+                and w not in _SPLIT_WHEN_ENGLISH
+            ]  # fmt: skip
+            wrong += bool(hang)
+            count += len(hang)
+    return rows, wrong, count
+
+
 def main(argv: list[str]) -> int:
-    from .paths import BUILD
+    from .paths import BUILD, DERIVED_LOCALES
 
     site = Path(argv[0]) if argv else BUILD / "html" / "zh_TW"
+    locales = Path(argv[1]) if len(argv) > 1 else DERIVED_LOCALES / "zh_TW"
     found = scan(site)
     print(f"term table: {len(TERMS)} terms, {len(FORBIDDEN)} forbidden strings, "
           f"{len(ROW_COLUMN_WORDS)} row/column words")  # fmt: skip
     for kind, counts in found.items():
         total = sum(counts.values())
-        detail = ", ".join(
-            f"{s} {n}" for s, n in sorted(counts.items(), key=lambda x: -x[1])
-        )
-        print(f"{kind}: {total}" + (f" ({detail})" if detail else ""))
+        items = sorted(counts.items(), key=lambda x: -x[1])
+        detail = ", ".join(f"{s} {n}" for s, n in items)
+        print(f"{site}: {kind}: {total}" + (f" ({detail})" if detail else ""))
+    rows, wrong, count = row_entries(locales)
+    print(f"{locales}: {rows} entries speak of rows only (no column, no line); "
+          f"{wrong} of them write a row with 行 ({count} words)")  # fmt: skip
     return 0
 
 
