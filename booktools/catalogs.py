@@ -87,13 +87,7 @@ def image_tables() -> dict[str, dict[str, str]]:
 # --------------------------------------------------------------------- Traditional
 # The wording itself (the term table, the rows and columns, OpenCC) is booktools.taiwan.
 
-# roles, math, inline code, link targets, and text already marked as Simplified or
-# Traditional: never converted
-PROTECTED = re.compile(
-    r'<span lang="zh-Han[st]"[^>]*>[^<]*</span>|'
-    r"\{[\w:.-]+\}`[^`]*`|\$\$.+?\$\$|\$[^$]+\$|`[^`]*`|\]\([^)\s]+\)|<[^<>]+>",
-    re.S,
-)
+PROTECTED = taiwan.PROTECTED  # roles, math, code, link targets: never converted
 REF_WITH_TEXT = re.compile(r"(\{(?:ref|numref|doc|term)\}`)([^`<]+)(<[^<>`]+>`)")
 
 

@@ -261,6 +261,14 @@ ROWS = re.compile(r"\brows?\b|\brow-|\browwise", re.I)
 COLUMNS = re.compile(r"\bcolumns?\b|\bcolumn-", re.I)
 LINES = re.compile(r"\blines?\b", re.I)
 
+# roles, math, inline code, link targets, and text already marked as Simplified or
+# Traditional: never converted
+PROTECTED = re.compile(
+    r'<span lang="zh-Han[st]"[^>]*>[^<]*</span>|'
+    r"\{[\w:.-]+\}`[^`]*`|\$\$.+?\$\$|\$[^$]+\$|`[^`]*`|\]\([^)\s]+\)|<[^<>]+>",
+    re.S,
+)
+
 # Taiwan typesetting quotes
 QUOTES = {"“": "「", "”": "」", "‘": "『", "’": "』"}
 
@@ -493,8 +501,6 @@ def row_entries(locales: Path) -> tuple[int, int, int]:
     Simplified."""
     import opencc
     from babel.messages.pofile import read_po
-
-    from .catalogs import PROTECTED
 
     t2s = opencc.OpenCC("tw2sp")
     rows = wrong = count = 0
