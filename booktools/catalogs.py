@@ -1,14 +1,13 @@
 """The editions' languages and their gettext catalogs.
 
 * zh_CN is translated by hand, in ``locales/zh_CN/LC_MESSAGES/**/*.po``.
-* zh_TW is derived from zh_CN at build time with OpenCC (s2twp: Traditional characters
-  and Taiwan phrases), then ``ZH_TW_OVERRIDES`` corrects the few places where OpenCC's
-  everyday choice is wrong for this field. Its catalogs go to ``_build/locales``.
+* zh_TW is derived from zh_CN at build time by ``booktools.taiwan`` (OpenCC word by
+  word, the Taiwan term table, rows and columns in Taiwan's sense). Its catalogs go to
+  ``_build/locales``.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 import shutil
 from pathlib import Path
@@ -17,6 +16,7 @@ from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
+from . import taiwan
 from .paths import DERIVED_LOCALES, LOCALES
 
 # (language code, label in its own language); the first is the source edition
@@ -82,7 +82,7 @@ def image_tables() -> dict[str, dict[str, str]]:
     edition (zh_TW derived from zh_CN as everywhere else)."""
     path = catalog_path(SOURCE_LANGUAGE, IMAGE_CATALOG)
     zh_cn = read_translations(path) if path.exists() else {}
-    return {"zh_CN": zh_cn, "zh_TW": {k: to_taiwan(v) for k, v in zh_cn.items()}}
+    return {"zh_CN": zh_cn, "zh_TW": {k: to_taiwan(v, k) for k, v in zh_cn.items()}}
 
 
 def figure_tables() -> dict[str, dict[str, str]]:
@@ -94,62 +94,19 @@ def figure_tables() -> dict[str, dict[str, str]]:
 
 
 # --------------------------------------------------------------------- Traditional
-# Where OpenCC's everyday Taiwan phrase is wrong for this field: (Simplified term, what
-# s2twp makes of it, what this book writes, why). tests/test_translations.py checks that
-# s2twp still gives the second column, so the table cannot go stale silently. Applied to
-# the converted text (outside code, math and roles), longest first.
-ZH_TW_OVERRIDES: list[tuple[str, str, str, str]] = [
-    ("残差连接", "殘差連線", "殘差連接",
-     "連線 is a network connection; a residual path is 連接"),
-    ("参数", "引數", "參數",
-     "a model's parameters are 參數; 引數 is a function call's argument"),
-    ("算子", "運算元", "運算子",
-     "an operator (kernel) is 運算子; 運算元 is an operand"),
-    ("激活函数", "啟用函式", "激活函數",
-     "the activation function of a network, as both source articles write it"),
-    ("函数", "函式", "函數",
-     "a mathematical function (softmax, sine, activation) is 函數 in Taiwan too"),
-    ("显存", "視訊記憶體", "顯示卡記憶體", "a GPU's memory, not video memory"),
-    ("进程", "程序", "行程",
-     "an operating system's process is 行程 in Taiwan; 程序 is a program"),
-]  # fmt: skip
-# Taiwan typesetting quotes
-ZH_TW_QUOTES = {"“": "「", "”": "」", "‘": "『", "’": "』"}
+# The wording itself (the term table, the rows and columns, OpenCC) is booktools.taiwan.
 
-# roles, math, inline code, link targets, and text already marked as Simplified or
-# Traditional: never converted
-PROTECTED = re.compile(
-    r'<span lang="zh-Han[st]">[^<]*</span>|'
-    r"\{[\w:.-]+\}`[^`]*`|\$\$.+?\$\$|\$[^$]+\$|`[^`]*`|\]\([^)\s]+\)|<[^<>]+>",
-    re.S,
-)
+PROTECTED = taiwan.PROTECTED  # roles, math, code, link targets: never converted
 REF_WITH_TEXT = re.compile(r"(\{(?:ref|numref|doc|term)\}`)([^`<]+)(<[^<>`]+>`)")
 
-_FIXES = sorted(
-    ((opencc_says, ours) for _, opencc_says, ours, _ in ZH_TW_OVERRIDES),
-    key=lambda fix: len(fix[0]),
-    reverse=True,
-)
 
-
-@functools.cache
-def _s2twp():
-    import opencc
-
-    return opencc.OpenCC("s2twp")
-
-
-def to_taiwan(text: str) -> str:
-    """Simplified -> Traditional (Taiwan) outside code, math and roles."""
-    converter = _s2twp()
+def to_taiwan(text: str, english: str | None = None) -> str:
+    """Simplified -> Traditional (Taiwan) outside code, math and roles. ``english``, the
+    source the text translates, decides the words whose sense only it tells (a row or a
+    line, inference or reasoning); without it the matrix sense is taken."""
 
     def convert(part: str) -> str:
-        part = converter.convert(part)
-        for opencc_says, ours in _FIXES:
-            part = part.replace(opencc_says, ours)
-        for a, b in ZH_TW_QUOTES.items():
-            part = part.replace(a, b)
-        return part
+        return taiwan.convert_prose(part, english)
 
     pieces, last = [], 0
     for m in PROTECTED.finditer(text):
@@ -171,7 +128,7 @@ def _to_taiwan_catalog(src: Path, dst: Path) -> Catalog:
     catalog.locale = "zh_TW"
     for message in catalog:
         if message.id and message.string:
-            message.string = to_taiwan(message.string)
+            message.string = to_taiwan(message.string, str(message.id))
     dst.parent.mkdir(parents=True, exist_ok=True)
     with dst.open("wb") as f:
         write_po(f, catalog, width=88)

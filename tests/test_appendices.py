@@ -31,7 +31,7 @@ def test_index_page_is_in_the_toc_and_has_its_label():
 
 
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]+")
-LANG_SPAN = re.compile(r'<span lang="(zh-Hans|zh-Hant)">(.*?)</span>')
+LANG_SPAN = re.compile(r'<span lang="(zh-Hans|zh-Hant)"[^>]*>(.*?)</span>')
 
 
 def glossary_rows() -> list[list[str]]:
@@ -63,10 +63,14 @@ def test_glossary_rows_are_complete():
             problems.append(
                 f"{en}: the Simplified cell must be one zh-Hans span, got {hans!r}"
             )
-        if hant and not re.fullmatch(r'<span lang="zh-Hant">[^<]+</span>', hant):
+        if hant and not re.fullmatch(
+            r'<span lang="zh-Hant">[^<]+</span>'
+            r'(?: <span lang="zh-Hant" class="tl-article">（源文：[^<]+）</span>)?',
+            hant,
+        ):
             problems.append(
                 f"{en}: the Traditional cell must be empty or one zh-Hant span, "
-                f"got {hant!r}"
+                f"then perhaps the article's wording, got {hant!r}"
             )
         if hant and LANG_SPAN.search(hant).group(2) == LANG_SPAN.search(hans).group(2):
             problems.append(

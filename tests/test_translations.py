@@ -1,5 +1,5 @@
 """The Chinese editions' catalogs: in step with the English pages, complete, and
-markup-safe; the Traditional edition's override table; the translated notebooks.
+markup-safe; the Traditional edition's markup; the translated notebooks.
 
 When English text changes, its entry here no longer matches: run `make catalogs`,
 translate what became empty or fuzzy, and these tests pass again.
@@ -101,61 +101,12 @@ def test_the_checker_accepts_a_faithful_translation():
     assert po_check.check_entry(msgid, msgstr) == []
 
 
-# --------------------------------------------------------------- zh_TW overrides
-@pytest.mark.parametrize(
-    "row", catalogs.ZH_TW_OVERRIDES, ids=[r[0] for r in catalogs.ZH_TW_OVERRIDES]
-)
-def test_each_override_corrects_what_opencc_really_says(row):
-    import opencc
-
-    simplified, opencc_says, ours, reason = row
-    assert opencc.OpenCC("s2twp").convert(simplified) == opencc_says, (
-        f"OpenCC no longer turns {simplified} into {opencc_says}: update the table"
-    )
-    assert ours != opencc_says and CJK.search(ours) and len(reason) > 10
-    assert catalogs.to_taiwan(simplified) == ours
-    # and inside a sentence, next to other words
-    assert ours in catalogs.to_taiwan(f"模型里的{simplified}很重要")
-
-
-def test_no_overridden_phrase_survives_in_the_traditional_catalogs():
-    leftovers = []
-    for path in po_check.catalogs():
-        for m in read(path):
-            if m.id and m.string:
-                tw = catalogs.to_taiwan(str(m.string))
-                for _, opencc_says, _, _ in catalogs.ZH_TW_OVERRIDES:
-                    if opencc_says in tw:
-                        leftovers.append(f"{path.name}: {opencc_says} in {tw[:60]}")
-    assert not leftovers, "\n".join(leftovers)
-
-
+# ------------------------------------------------- zh_TW (more in test_zh_tw.py)
 def test_conversion_leaves_markup_alone():
     text = "“残差连接”的参数：{eq}`eq-q`、$\\text{参数}$、`参数`、[参数](01_参数.ipynb)"
     tw = catalogs.to_taiwan(text)
     want = "「殘差連接」的參數：{eq}`eq-q`、$\\text{参数}$、"
     assert tw == want + "`参数`、[參數](01_参数.ipynb)"
-
-
-def test_glossary_traditional_column_is_what_the_zh_tw_edition_writes():
-    """The glossary's Traditional cell is the term the zh_TW pages use: OpenCC's
-    conversion of the Simplified cell with the override table (empty when equal)."""
-    rows = re.findall(
-        r'^\| \*\*(.+?)\*\* \| <span lang="zh-Hans">([^<]+)</span> \| '
-        r'(?:<span lang="zh-Hant">([^<]+)</span>)? \|',
-        (ROOT / "book" / "glossary.md").read_text(encoding="utf-8"),
-        flags=re.M,
-    )
-    assert len(rows) > 100
-    wrong = []
-    for term, hans, hant in rows:
-        want = catalogs.to_taiwan(hans)
-        got = hant or hans
-        if got != want:
-            wrong.append(
-                f"{term}: {hans} -> zh_TW edition writes {want}, glossary {got}"
-            )
-    assert not wrong, "\n".join(wrong)
 
 
 # ------------------------------------------------------------ Chinese notebooks
