@@ -886,11 +886,13 @@ function load(name, buffer) {
   });
 }
 
-// the models a page asks for: <div data-tl-live-models="reversal addition">
+// the models a page asks for: <div data-tl-live-models="reversal addition">, or a live
+// panel's <div class="tl-live-panel" data-model="reversal">
 const wanted = new Set();
 if (typeof document !== "undefined") {
-  document.querySelectorAll("[data-tl-live-models]").forEach((el) => {
-    el.dataset.tlLiveModels.split(/\s+/).filter(Boolean).forEach((n) => wanted.add(n));
+  document.querySelectorAll("[data-tl-live-models], .tl-live-panel[data-model]").forEach((el) => {
+    const names = el.dataset.tlLiveModels || el.dataset.model;
+    names.split(/\s+/).filter(Boolean).forEach((n) => wanted.add(n));
   });
 }
 
@@ -909,5 +911,6 @@ export const tlLive = {
   open,
   formulas,
 };
-if (typeof window !== "undefined") window.tlLive = tlLive;
+// once per page, even if this file is reached by two URLs
+if (typeof window !== "undefined" && !window.tlLive) window.tlLive = tlLive;
 // </contract>
