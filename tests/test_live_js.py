@@ -332,8 +332,8 @@ def test_multi_head_attention(page, n_kv_heads, masked):
     mask = tl.causal_mask(5, 7) if masked else None
     got = run(
         page,
-        "const [o, w] = F.multi_head_attention(T(q), T(k), T(k), P(p), 4, h_kv,"
-        " masked ? F.causal_mask(5, 7) : null);"
+        "const [o, w] = F.multi_head_attention(T(q), T(k), T(k), P(p),"
+        " {n_heads: 4, n_kv_heads: h_kv}, {mask: masked ? F.causal_mask(5, 7) : null});"
         "return [out(o), out(w)];",
         q=_js(query),
         k=_js(key),

@@ -72,6 +72,7 @@ def export_model(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_model(model, str(path), metadata=metadata)
+    path.chmod(0o644)  # a file to publish: readable by all, as any written file
     return path
 
 

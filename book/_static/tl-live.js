@@ -137,7 +137,9 @@ export function matmul(a, b) {
     for (let i = 0; i < n; i++) {
       for (let j = 0; j < p; j++) {
         let s = 0;
-        for (let t = 0; t < m; t++) s += a.data[(z * n + i) * m + t] * b.data[(z * m + t) * p + j];
+        for (let t = 0; t < m; t++) {
+          s += a.data[(z * n + i) * m + t] * b.data[(z * m + t) * p + j];
+        }
         out[(z * n + i) * p + j] = s;
       }
     }
@@ -186,7 +188,8 @@ export function linear(x, weight, bias = null) {
 // <activations>
 // GELU_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))   (eq. gelu-tanh)
 export function gelu_tanh(x) {
-  return map(x, (v) => 0.5 * v * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (v + 0.044715 * v * v * v))));
+  const c = Math.sqrt(2 / Math.PI);
+  return map(x, (v) => 0.5 * v * (1 + Math.tanh(c * (v + 0.044715 * v * v * v))));
 }
 
 // SiLU(x) = x sigma(x) = x / (1 + e^(-x))   (eq. silu)
@@ -256,7 +259,9 @@ export function feed_forward(x, p, activation = "relu", gated = false) {
 export function layer_norm(x, gamma, beta, eps = 1e-5) {
   const n = lastDim(x);
   if (gamma.data.length !== n || beta.data.length !== n) {
-    throw new Error(`layer_norm: gamma (${gamma.shape}), beta (${beta.shape}) vs x (${x.shape})`);
+    throw new Error(
+      `layer_norm: gamma (${gamma.shape}), beta (${beta.shape}) vs x (${x.shape})`,
+    );
   }
   const out = new Float32Array(x.data.length);
   for (let r = 0; r < x.data.length; r += n) {
@@ -266,7 +271,9 @@ export function layer_norm(x, gamma, beta, eps = 1e-5) {
     let v = 0;
     for (let i = 0; i < n; i++) v += (x.data[r + i] - mu) ** 2;
     const inv = 1 / Math.sqrt(v / n + eps);
-    for (let i = 0; i < n; i++) out[r + i] = gamma.data[i] * (x.data[r + i] - mu) * inv + beta.data[i];
+    for (let i = 0; i < n; i++) {
+      out[r + i] = gamma.data[i] * (x.data[r + i] - mu) * inv + beta.data[i];
+    }
   }
   return tensor(out, x.shape);
 }
@@ -351,7 +358,9 @@ export function split_heads(x, n_heads) {
   const out = new Float32Array(x.data.length);
   for (let t = 0; t < T; t++) {
     for (let h = 0; h < n_heads; h++) {
-      for (let c = 0; c < d_k; c++) out[(h * T + t) * d_k + c] = x.data[t * D + h * d_k + c];
+      for (let c = 0; c < d_k; c++) {
+        out[(h * T + t) * d_k + c] = x.data[t * D + h * d_k + c];
+      }
     }
   }
   return tensor(out, [n_heads, T, d_k]);
@@ -363,7 +372,9 @@ export function merge_heads(x) {
   const out = new Float32Array(x.data.length);
   for (let h = 0; h < H; h++) {
     for (let t = 0; t < T; t++) {
-      for (let c = 0; c < d_k; c++) out[t * H * d_k + h * d_k + c] = x.data[(h * T + t) * d_k + c];
+      for (let c = 0; c < d_k; c++) {
+        out[(t * H + h) * d_k + c] = x.data[(h * T + t) * d_k + c];
+      }
     }
   }
   return tensor(out, [T, H * d_k]);
@@ -383,16 +394,23 @@ export function repeat_kv(k, n_rep) {
 // </split_heads>
 
 // <multi_head_attention>
-// MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O, head_i = Attention(Q W_Q^i, K W_K^i,
-// V W_V^i)   (eq. multi-head). query (T_q, d_model), key = value (T_k, d_model);
-// p = {q_proj, k_proj, v_proj, o_proj}, each {weight, bias}; rope = {positions_q,
-// positions_k, base, layout} rotates q and k (eq. rope). Returns [out (T_q, d_model),
-// weights (h, T_q, T_k)]; a `trace` object receives q, k, v (h heads; K/V repeated),
-// scores (q . k, unscaled), scale, mask, weights and out (per head, before W_O).
-export function multi_head_attention(query, key, value, p, n_heads, n_kv_heads = n_heads, mask = null, rope = null, trace = null) {
-  let q = split_heads(linear(query, p.q_proj.weight, p.q_proj.bias), n_heads); // (h, T_q, d_k)
-  let k = split_heads(linear(key, p.k_proj.weight, p.k_proj.bias), n_kv_heads); // (h_kv, T_k, d_k)
-  let v = split_heads(linear(value, p.v_proj.weight, p.v_proj.bias), n_kv_heads);
+// MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O,
+// head_i = Attention(Q W_Q^i, K W_K^i, V W_V^i)   (eq. multi-head).
+// query (T_q, d_model), key = value (T_k, d_model); p = {q_proj, k_proj, v_proj, o_proj},
+// each {weight, bias}; cfg = {n_heads, n_kv_heads}. Options: mask (T_q, T_k); rope =
+// {positions_q, positions_k, base, layout} rotates q and k (eq. rope); a trace object
+// receives q, k, v (h heads; K/V repeated), scores (q . k, unscaled), scale, mask,
+// weights and out (per head, before W_O). Returns [out (T_q, d_model), weights
+// (h, T_q, T_k)].
+export function multi_head_attention(query, key, value, p, cfg, opts = {}) {
+  const { mask = null, rope = null, trace = null } = opts;
+  const { n_heads, n_kv_heads = n_heads } = cfg;
+  let q = linear(query, p.q_proj.weight, p.q_proj.bias); // (T_q, h * d_k)
+  let k = linear(key, p.k_proj.weight, p.k_proj.bias); // (T_k, h_kv * d_k)
+  let v = linear(value, p.v_proj.weight, p.v_proj.bias);
+  q = split_heads(q, n_heads); // (h, T_q, d_k)
+  k = split_heads(k, n_kv_heads); // (h_kv, T_k, d_k)
+  v = split_heads(v, n_kv_heads);
   if (rope) {
     q = apply_rope(q, rope.positions_q, rope.base, rope.layout);
     k = apply_rope(k, rope.positions_k, rope.base, rope.layout);
@@ -410,7 +428,8 @@ export function multi_head_attention(query, key, value, p, n_heads, n_kv_heads =
       mask: mask || { data: new Uint8Array(T_q * T_k).fill(1), shape: [T_q, T_k] },
     });
   }
-  return [linear(merge_heads(out), p.o_proj.weight, p.o_proj.bias), weights]; // (T_q, d_model)
+  // (T_q, h * d_k) @ W_O -> (T_q, d_model)
+  return [linear(merge_heads(out), p.o_proj.weight, p.o_proj.bias), weights];
 }
 // </multi_head_attention>
 
@@ -456,7 +475,8 @@ export function residual(x, sublayer, norm, norm_first, eps = 1e-5) {
 // Z_attn = MultiHead(X_pos); Z_add_norm_1 = LN(X_pos + Z_attn); Z_ffn = FFN(Z_add_norm_1);
 // Z_encoder_output = LN(Z_add_norm_1 + Z_ffn)   (eq. enc-attn ... enc-out)
 export function encoder_layer(x, p, cfg, trace = {}) {
-  const self = (z) => multi_head_attention(z, z, z, p.self_attn, cfg.n_heads, cfg.n_kv_heads, null, null, (trace.self = {}))[0];
+  const self = (z) =>
+    multi_head_attention(z, z, z, p.self_attn, cfg, { trace: (trace.self = {}) })[0];
   x = residual(x, self, p.self_attn_block.norm, cfg.norm_first);
   const ffn = (z) => feed_forward(z, p.ffn, cfg.activation);
   return residual(x, ffn, p.ffn_block.norm, cfg.norm_first);
@@ -468,9 +488,12 @@ export function encoder_layer(x, p, cfg, trace = {}) {
 // in its residual   (eq. dec-masked-attn ... dec-out)
 export function decoder_layer(y, memory, p, cfg, trace = {}) {
   const T = y.shape[0];
-  const self = (z) => multi_head_attention(z, z, z, p.self_attn, cfg.n_heads, cfg.n_kv_heads, causal_mask(T), null, (trace.self = {}))[0];
+  const mask = causal_mask(T);
+  const self = (z) =>
+    multi_head_attention(z, z, z, p.self_attn, cfg, { mask, trace: (trace.self = {}) })[0];
   y = residual(y, self, p.self_attn_block.norm, cfg.norm_first);
-  const cross = (z) => multi_head_attention(z, memory, memory, p.cross_attn, cfg.n_heads, cfg.n_kv_heads, null, null, (trace.cross = {}))[0];
+  const cross = (z) =>
+    multi_head_attention(z, memory, memory, p.cross_attn, cfg, { trace: (trace.cross = {}) })[0];
   y = residual(y, cross, p.cross_attn_block.norm, cfg.norm_first);
   const ffn = (z) => feed_forward(z, p.ffn, cfg.activation);
   return residual(y, ffn, p.ffn_block.norm, cfg.norm_first);
@@ -482,9 +505,12 @@ export function decoder_layer(y, memory, p, cfg, trace = {}) {
 export function gpt_block(x, p, cfg, trace = {}) {
   const T = x.shape[0];
   const positions = Array.from({ length: T }, (_, t) => t);
-  const rope = cfg.positions === "rope" ? { positions_q: positions, positions_k: positions, base: cfg.rope_base, layout: cfg.rope_layout } : null;
+  const rope = cfg.positions !== "rope" ? null : {
+    positions_q: positions, positions_k: positions, base: cfg.rope_base, layout: cfg.rope_layout,
+  };
   const z = norm(x, p.norm1, cfg);
-  const [a] = multi_head_attention(z, z, z, p.attn, cfg.n_heads, cfg.n_kv_heads, causal_mask(T), rope, (trace.self = {}));
+  const opts = { mask: causal_mask(T), rope, trace: (trace.self = {}) };
+  const [a] = multi_head_attention(z, z, z, p.attn, cfg, opts);
   x = add(x, a);
   return add(x, feed_forward(norm(x, p.norm2, cfg), p.ffn, cfg.activation, cfg.gated));
 }
@@ -506,14 +532,16 @@ export function transformer_forward(p, cfg, src, tgt, trace = null) {
   t.decoder = [];
   for (const [name, ids] of [["src", src], ["tgt", tgt]]) {
     if (ids.length < 1 || ids.length > cfg.max_len) {
-      throw inputError(`${name} has ${ids.length} tokens: it needs 1 to max_len=${cfg.max_len}`);
+      throw inputError(`${name} has ${ids.length} tokens, not 1 to max_len=${cfg.max_len}`);
     }
   }
   const pe = sinusoidal_positional_encoding(cfg.max_len, cfg.d_model);
   const embed = (ids) => {
     const x = embedding(ids, p.embed.weight); // (T, d_model)
     const scale = Math.fround(Math.sqrt(cfg.d_model));
-    for (let i = 0; i < x.data.length; i++) x.data[i] = Math.fround(x.data[i] * scale) + pe.data[i];
+    for (let i = 0; i < x.data.length; i++) {
+      x.data[i] = Math.fround(x.data[i] * scale) + pe.data[i];
+    }
     return x;
   };
   let x = embed(src);
@@ -541,7 +569,7 @@ export function gpt_forward(p, cfg, tokens, trace = null) {
   const t = trace || {};
   t.layers = [];
   if (tokens.length < 1 || tokens.length > cfg.max_len) {
-    throw inputError(`${tokens.length} tokens: the model takes 1 to max_len=${cfg.max_len}`);
+    throw inputError(`${tokens.length} tokens, not 1 to max_len=${cfg.max_len}`);
   }
   let x = embedding(tokens, p.tok_emb.weight); // (T, d_model)
   if (cfg.positions === "learned") {
@@ -571,7 +599,7 @@ export function parseSafetensors(buffer) {
   if (bytes.byteLength < 8) throw loadError("not-safetensors", `${bytes.byteLength} bytes`);
   const n = Number(view.getBigUint64(0, true));
   if (n < 2 || 8 + n > bytes.byteLength) {
-    throw loadError("not-safetensors", `header length ${n}, file of ${bytes.byteLength} bytes`);
+    throw loadError("not-safetensors", `header of ${n} bytes in ${bytes.byteLength}`);
   }
   let header;
   try {
@@ -590,9 +618,11 @@ export function parseSafetensors(buffer) {
     const { dtype, shape, data_offsets: off } = info || {};
     const size = Array.isArray(shape) ? shape.reduce((a, b) => a * b, 1) : NaN;
     const width = { F32: 4, F16: 2, BF16: 2, F64: 8 }[dtype];
-    if (!width) throw loadError("bad-shape", `${name}: dtype ${dtype} (F32, F16, BF16 or F64 expected)`);
-    if (!Array.isArray(off) || off[1] - off[0] !== size * width || start + off[1] > bytes.byteLength) {
-      throw loadError("not-safetensors", `${name}: data_offsets ${JSON.stringify(off)} for ${dtype} (${shape})`);
+    if (!width) throw loadError("bad-shape", `${name}: dtype ${dtype}, not F32/F16/BF16/F64`);
+    const fits = Array.isArray(off) && off[1] - off[0] === size * width;
+    if (!fits || start + off[1] > bytes.byteLength) {
+      const where = JSON.stringify(off);
+      throw loadError("not-safetensors", `${name}: data_offsets ${where} for ${dtype} (${shape})`);
     }
     const data = new Float32Array(size);
     const at = start + off[0];
