@@ -282,7 +282,7 @@ def test_layer_norm_and_rms_norm(page):
 
 @pytest.mark.parametrize("T,d", [(16, 64), (12, 7)])
 def test_sinusoidal_positional_encoding(page, T, d):
-    got = run(page, "return out(F.sinusoidal_positional_encoding(T, d));", T=T, d=d)
+    got = run(page, "return out(F.sinusoidal_positional_encoding(n, d));", n=T, d=d)
     close(got, tl.sinusoidal_positional_encoding(T, d), atol=1e-7, rtol=1e-7)
 
 
