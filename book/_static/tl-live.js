@@ -172,11 +172,12 @@ export function linear(x, weight, bias = null) {
   const out = new Float32Array(rows * d_out);
   const W = weight.data;
   const X = x.data;
+  const b = bias ? bias.data : null;
   for (let r = 0; r < rows; r++) {
     const xr = r * d_in;
     for (let o = 0; o < d_out; o++) {
       const wo = o * d_in;
-      let s = bias ? bias.data[o] : 0;
+      let s = b ? b[o] : 0;
       for (let i = 0; i < d_in; i++) s += X[xr + i] * W[wo + i];
       out[r * d_out + o] = s;
     }
@@ -474,9 +475,9 @@ export function residual(x, sublayer, norm, norm_first, eps = 1e-5) {
 // <encoder_layer>
 // Z_attn = MultiHead(X_pos); Z_add_norm_1 = LN(X_pos + Z_attn); Z_ffn = FFN(Z_add_norm_1);
 // Z_encoder_output = LN(Z_add_norm_1 + Z_ffn)   (eq. enc-attn ... enc-out)
-export function encoder_layer(x, p, cfg, trace = {}) {
+export function encoder_layer(x, p, cfg, trace = null) {
   const self = (z) =>
-    multi_head_attention(z, z, z, p.self_attn, cfg, { trace: (trace.self = {}) })[0];
+    multi_head_attention(z, z, z, p.self_attn, cfg, { trace: trace && (trace.self = {}) })[0];
   x = residual(x, self, p.self_attn_block.norm, cfg.norm_first);
   const ffn = (z) => feed_forward(z, p.ffn, cfg.activation);
   return residual(x, ffn, p.ffn_block.norm, cfg.norm_first);
@@ -486,14 +487,14 @@ export function encoder_layer(x, p, cfg, trace = {}) {
 // <decoder_layer>
 // masked self-attention, cross-attention over the memory (the encoder output), FFN, each
 // in its residual   (eq. dec-masked-attn ... dec-out)
-export function decoder_layer(y, memory, p, cfg, trace = {}) {
+export function decoder_layer(y, memory, p, cfg, trace = null) {
   const T = y.shape[0];
   const mask = causal_mask(T);
   const self = (z) =>
-    multi_head_attention(z, z, z, p.self_attn, cfg, { mask, trace: (trace.self = {}) })[0];
+    multi_head_attention(z, z, z, p.self_attn, cfg, { mask, trace: trace && (trace.self = {}) })[0];
   y = residual(y, self, p.self_attn_block.norm, cfg.norm_first);
   const cross = (z) =>
-    multi_head_attention(z, memory, memory, p.cross_attn, cfg, { trace: (trace.cross = {}) })[0];
+    multi_head_attention(z, memory, memory, p.cross_attn, cfg, { trace: trace && (trace.cross = {}) })[0];
   y = residual(y, cross, p.cross_attn_block.norm, cfg.norm_first);
   const ffn = (z) => feed_forward(z, p.ffn, cfg.activation);
   return residual(y, ffn, p.ffn_block.norm, cfg.norm_first);
@@ -502,14 +503,14 @@ export function decoder_layer(y, memory, p, cfg, trace = {}) {
 
 // <gpt_block>
 // x = x + Attn(Norm_1(x)), x = x + FFN(Norm_2(x))   (eq. pre-ln), causal self-attention
-export function gpt_block(x, p, cfg, trace = {}) {
+export function gpt_block(x, p, cfg, trace = null) {
   const T = x.shape[0];
   const positions = Array.from({ length: T }, (_, t) => t);
   const rope = cfg.positions !== "rope" ? null : {
     positions_q: positions, positions_k: positions, base: cfg.rope_base, layout: cfg.rope_layout,
   };
   const z = norm(x, p.norm1, cfg);
-  const opts = { mask: causal_mask(T), rope, trace: (trace.self = {}) };
+  const opts = { mask: causal_mask(T), rope, trace: trace && (trace.self = {}) };
   const [a] = multi_head_attention(z, z, z, p.attn, cfg, opts);
   x = add(x, a);
   return add(x, feed_forward(norm(x, p.norm2, cfg), p.ffn, cfg.activation, cfg.gated));
@@ -527,15 +528,13 @@ function norm(x, p, cfg) {
 // decoder's N layers over tgt (BOS first), logits = Z W_out + b_out   (eq. toy-logits).
 // src (T_src,), tgt (T_tgt,) ids -> logits (T_tgt, V)
 export function transformer_forward(p, cfg, src, tgt, trace = null) {
-  const t = trace || {};
-  t.encoder = [];
-  t.decoder = [];
+  if (trace) Object.assign(trace, { encoder: [], decoder: [] });
   for (const [name, ids] of [["src", src], ["tgt", tgt]]) {
     if (ids.length < 1 || ids.length > cfg.max_len) {
       throw inputError(`${name} has ${ids.length} tokens, not 1 to max_len=${cfg.max_len}`);
     }
   }
-  const pe = sinusoidal_positional_encoding(cfg.max_len, cfg.d_model);
+  const pe = sinusoidal_positional_encoding(Math.max(src.length, tgt.length), cfg.d_model);
   const embed = (ids) => {
     const x = embedding(ids, p.embed.weight); // (T, d_model)
     const scale = Math.fround(Math.sqrt(cfg.d_model));
@@ -546,16 +545,16 @@ export function transformer_forward(p, cfg, src, tgt, trace = null) {
   };
   let x = embed(src);
   p.encoder_layers.forEach((layer) => {
-    const lt = {};
+    const lt = trace && {};
     x = encoder_layer(x, layer, cfg, lt);
-    t.encoder.push(lt);
+    if (trace) trace.encoder.push(lt);
   });
   if (cfg.norm_first) x = layer_norm(x, p.encoder_norm.weight, p.encoder_norm.bias);
   let y = embed(tgt);
   p.decoder_layers.forEach((layer) => {
-    const lt = {};
+    const lt = trace && {};
     y = decoder_layer(y, x, layer, cfg, lt);
-    t.decoder.push(lt);
+    if (trace) trace.decoder.push(lt);
   });
   if (cfg.norm_first) y = layer_norm(y, p.decoder_norm.weight, p.decoder_norm.bias);
   return linear(y, p.out_proj.weight, p.out_proj.bias); // (T_tgt, V)
@@ -566,8 +565,7 @@ export function transformer_forward(p, cfg, src, tgt, trace = null) {
 // x_0 = E[idx] (+ P[positions])   (eq. gpt-embed), N blocks, logits = Norm_f(x_N) W_out
 // (eq. lm-logits), W_out = E^T when tied. tokens (T,) ids -> logits (T, V)
 export function gpt_forward(p, cfg, tokens, trace = null) {
-  const t = trace || {};
-  t.layers = [];
+  if (trace) trace.layers = [];
   if (tokens.length < 1 || tokens.length > cfg.max_len) {
     throw inputError(`${tokens.length} tokens, not 1 to max_len=${cfg.max_len}`);
   }
@@ -578,9 +576,9 @@ export function gpt_forward(p, cfg, tokens, trace = null) {
     x = add(x, sinusoidal_positional_encoding(tokens.length, cfg.d_model));
   }
   p.blocks.forEach((block) => {
-    const lt = {};
+    const lt = trace && {};
     x = gpt_block(x, block, cfg, lt);
-    t.layers.push(lt);
+    if (trace) trace.layers.push(lt);
   });
   return linear(norm(x, p.norm_f, cfg), p.lm_head.weight); // (T, V)
 }
