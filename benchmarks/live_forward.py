@@ -104,8 +104,9 @@ def main() -> int:
         return 1
     results, ok = measure(args.repeats), True
     print(f"load average {os.getloadavg()[0]:.1f}; {args.repeats} passes per model")
-    print(f"{'model':10s} {'tokens':>8s} {'logits median':>14s} {'fastest':>8s} "
-          f"{'p90':>8s} {'trace median':>13s}  target <= {FORWARD_MS:.0f} ms")  # fmt: skip
+    head = ["model", "tokens", "logits median", "fastest", "p90", "trace median"]
+    print(f"{head[0]:10s} {head[1]:>8s} {head[2]:>14s} {head[3]:>8s} {head[4]:>8s} "
+          f"{head[5]:>13s}  target <= {FORWARD_MS:.0f} ms")  # fmt: skip
     for name, r in results.items():
         med = statistics.median(r["logits"])
         p90 = statistics.quantiles(r["logits"], n=10)[-1]
