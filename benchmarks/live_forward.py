@@ -86,7 +86,7 @@ def measure(repeats: int) -> dict:
                     r.continue_() if r.request.url.startswith(base) else r.abort()
                 ),
             )
-            page.goto(f"{base}/javascript.html")
+            page.goto(f"{base}/book/javascript.html")
             page.wait_for_function("() => window.tlLive !== undefined")
             out = {m: page.evaluate(TIME_IN_PAGE, [m, repeats]) for m in MODELS}
             browser.close()
@@ -99,7 +99,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=200)
     args = parser.parse_args()
-    if not (SITE / "javascript.html").is_file():  # the appendix loads the module
+    if not (SITE / "book" / "javascript.html").is_file():  # the appendix loads the module
         print(f"no built site at {SITE}: run `make book` first")
         return 1
     results, ok = measure(args.repeats), True

@@ -35,7 +35,8 @@ import transformer_lib as tl
 ROOT = Path(__file__).resolve().parent.parent
 SITE = Path(os.environ.get("TL_SITE_DIR", ROOT / "_build" / "html"))
 REPORT = ROOT / "_build" / "live-js-report.json"
-PAGE = "javascript.html"  # the appendix loads the module and no model
+PAGE = "book/javascript.html"  # the appendix loads the module and no model
+WEIGHTS = "../_static/live/{}.safetensors"  # relative to the page
 EDITIONS = ["", "zh_CN/", "zh_TW/"]
 MODELS = {"reversal": "transformer", "addition": "gpt"}
 TOLERANCE = 1e-4  # logits, JavaScript against PyTorch, both float32
@@ -437,7 +438,7 @@ def test_model_logits_match_pytorch(page, report, name):
         [name, inputs],
     )
     assert got["kind"] == kind and got["vocab"] == meta["vocab"]
-    assert got["url"] == f"_static/live/{name}.safetensors"
+    assert got["url"] == WEIGHTS.format(name)
     assert got["config"] == json.loads(json.dumps(model.cfg.__dict__))
     worst = 0.0
     with torch.no_grad():
@@ -505,8 +506,9 @@ def test_every_edition_serves_the_same_models(browser, server, edition):
     page.close()
     assert not problems, problems
     for name, (url, logits) in got.items():
-        assert url == f"_static/live/{name}.safetensors"
-        same = (SITE / edition / url).read_bytes() == (SITE / url).read_bytes()
+        assert url == WEIGHTS.format(name)
+        here, english = SITE / edition / "book" / url, SITE / "book" / url
+        same = here.read_bytes() == english.read_bytes()
         assert same, f"{edition}{url} differs from the English edition's"
         assert len(logits) == (8 if name == "addition" else 3)
 
