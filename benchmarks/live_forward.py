@@ -99,7 +99,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=200)
     args = parser.parse_args()
-    if not (SITE / "book" / "javascript.html").is_file():  # the appendix loads the module
+    if not (SITE / "book" / "javascript.html").is_file():
         print(f"no built site at {SITE}: run `make book` first")
         return 1
     results, ok = measure(args.repeats), True
