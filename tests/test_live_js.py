@@ -601,3 +601,28 @@ def test_a_dropped_file_that_does_not_fit_is_refused(page, tmp_path):
     # a GPT dropped where the encoder-decoder of chapter 11 runs
     got = _load(page, "reversal", good.read_bytes())
     assert got["code"] == "bad-config" and "transformer" in got["detail"]
+
+
+def test_a_page_names_its_models(page):
+    """The models named by data-tl-live-models are loaded before ready resolves; a
+    name that is no model stays absent, with its error."""
+    got = page.evaluate(
+        """async () => {
+            const div = document.createElement("div");
+            div.dataset.tlLiveModels = "reversal addition nosuch";
+            document.body.append(div);
+            // a second instance of the module, which reads the page again
+            const mod = await import("../_static/tl-live.js?again");
+            const models = await mod.tlLive.ready;
+            div.remove();
+            return {names: Object.keys(models).sort(), kinds: [models.reversal.kind,
+                    models.addition.kind], error: mod.tlLive.errors.nosuch.code,
+                    window_kept: window.tlLive !== mod.tlLive};
+        }"""
+    )
+    assert got == {
+        "names": ["addition", "reversal"],
+        "kinds": ["transformer", "gpt"],
+        "error": "bad-config",
+        "window_kept": True,
+    }

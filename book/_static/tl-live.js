@@ -938,9 +938,14 @@ export const formulas = {
   nestParams, makeModel,
 };
 
+// a model that cannot be loaded stays absent from models; its Error is in errors[name]
+const errors = {};
 export const tlLive = {
   models,
-  ready: Promise.all([...wanted].map(open)).then(() => models),
+  errors,
+  ready: Promise.allSettled(
+    [...wanted].map((name) => open(name).catch((e) => Promise.reject((errors[name] = e)))),
+  ).then(() => models),
   load,
   open,
   formulas,
