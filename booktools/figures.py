@@ -41,14 +41,18 @@ FIGURE_WORDS = re.compile(
     r'|(class="tl-ctl-label[^"]*">)(?P<b>.*?)(</span>)'
     r"|(<option[^>]*>)(?P<c>.*?)(</option>)"
     r'|(class="tl-explorer-hint">)(?P<d>.*?)(</div>)'
-    r'|("(?:rn|cn|masked)":")(?P<e>(?:[^"\\]|\\.)*)(")',
+    r'|("(?:rn|cn|masked)":")(?P<e>(?:[^"\\]|\\.)*)(")'
+    r'|(class="tl-live-word"[^>]*>)(?P<f>.*?)(</span>)',
     re.S,
 )
-FIGURE_GROUPS = "abcde"
+FIGURE_GROUPS = "abcdef"
 FIGURE_CATALOG = "figures"
 EXPLORER = re.compile(
     r'<div class="tl-explorer".*?class="tl-describe">.*?</script>', re.S
 )
+# a live panel (transformer_lib/viz/live_panel.py): its words are spans, filled in by
+# book/_static/tl-live-panels.js; {name} in a word is a number or text the page fills in
+LIVE_PANEL = re.compile(r'<div class="tl-live-panel".*?</script>', re.S)
 DESCRIBE = re.compile(r'(class="tl-describe">)(.*?)(</script>)', re.S)
 ALT = re.compile(r'(<img alt=")([^"]*)(")')
 
@@ -86,9 +90,8 @@ def _alt_text(info: dict, chosen: list[int]) -> str:
     return f"{info['title']} ({settings})"
 
 
-def _translate_explorer(
-    block: str, table: dict[str, str], words: dict[str, str], options: dict[str, str]
-) -> str:
+def _swap_words(block: str, table: dict[str, str]) -> str:
+    """The words of one figure or panel replaced by their translations in ``table``."""
     script_json = _labels().script_json
 
     def swap(m: re.Match) -> str:
@@ -99,6 +102,14 @@ def _translate_explorer(
         if group == "e":
             new = script_json(new)[1:-1]
         return m.group(i + 1) + new + m.group(i + 3)
+
+    return FIGURE_WORDS.sub(swap, block)
+
+
+def _translate_explorer(
+    block: str, table: dict[str, str], words: dict[str, str], options: dict[str, str]
+) -> str:
+    script_json = _labels().script_json
 
     describe = DESCRIBE.search(block)
     info = json.loads(describe.group(2))
@@ -129,7 +140,7 @@ def _translate_explorer(
         + described
         + block[describe.end(2) :]
     )
-    return FIGURE_WORDS.sub(swap, block)
+    return _swap_words(block, table)
 
 
 def translate_figure_words(page: str, table: dict[str, str]) -> str:
@@ -140,9 +151,10 @@ def translate_figure_words(page: str, table: dict[str, str]) -> str:
     # options' as the reader sees them
     words = {plain(label_text(en)): plain(label_text(zh)) for en, zh in table.items()}
     options = {html.unescape(en): html.unescape(zh) for en, zh in table.items()}
-    return EXPLORER.sub(
+    page = EXPLORER.sub(
         lambda m: _translate_explorer(m.group(0), table, words, options), page
     )
+    return LIVE_PANEL.sub(lambda m: _swap_words(m.group(0), table), page)
 
 
 def site_figure_words(site: Path = SITE) -> dict[str, list[str]]:
