@@ -34,6 +34,7 @@ from .attention import (
 )
 from .configs import GPTConfig, TransformerConfig
 from .costs import decode_step_macs, generate_macs, hbm_traffic, kv_cache_nbytes
+from .export import export_model, load_exported, read_metadata
 from .feed_forward import FeedForward, gelu_tanh, silu
 from .flash import online_softmax, tiled_attention
 from .generation import decode_loop
@@ -102,6 +103,10 @@ __all__ = [
     "GPTConfig",
     "GPT",
     "causal_lm_loss",
+    # a trained model as one .safetensors file, for the site's live panels (ch 11, 14)
+    "export_model",
+    "load_exported",
+    "read_metadata",
     # sampling and the decoding loop (chapters 11, 12, 15)
     "top_k_filter",
     "top_p_filter",
