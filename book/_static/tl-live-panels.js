@@ -29,7 +29,7 @@ const STYLE = `
 .tl-live-maps{display:flex;flex-wrap:wrap;gap:.6em}
 .tl-live-map{margin:0;text-align:center;font-size:.85em;cursor:pointer}
 .tl-live-map.chosen canvas{outline:3px solid #e67e00}
-.tl-live-map canvas{display:block;width:min(150px,40vw);height:auto;image-rendering:pixelated;border:1px solid #999}
+.tl-live-map canvas{display:block;height:auto}
 .tl-live-tip{position:fixed;z-index:10;pointer-events:none;background:rgba(255,255,255,.96);color:#111;border:1px solid #888;border-radius:3px;padding:1px 6px;font:12px/1.5 sans-serif;white-space:nowrap;display:none}
 .tl-live-formula{font-family:monospace;font-size:.95em;margin:.25em 0}
 .tl-live-vec{font:.85em monospace;overflow-x:auto;white-space:nowrap;padding:.2em 0}
@@ -188,39 +188,57 @@ function tooltip() {
 }
 
 function heatmap(weights, mask, rowLabels, colLabels, w, caption, onPick) {
-  // weights (T_q, T_k), mask (T_q, T_k) true where the query may attend
-  const Tq = weights.length, Tk = weights[0].length, cell = 12;
-  const canvas = el("canvas", { width: Tk * cell, height: Tq * cell, "aria-label": caption, role: "img" });
+  // weights (T_q, T_k), mask (T_q, T_k) true where the query may attend; rows and
+  // columns labelled with their tokens; drawn at twice the size shown, for sharp text
+  const Tq = weights.length, Tk = weights[0].length, cell = 28, px = 2;
+  const canvas = el("canvas", { "aria-label": caption, role: "img" });
   const ctx = canvas.getContext("2d");
+  ctx.font = `${9 * px}px sans-serif`;
+  const left = Math.ceil(Math.max(...rowLabels.map((t) => ctx.measureText(t).width))) + 4 * px;
+  const top = 13 * px;
+  canvas.width = left + Tk * cell;
+  canvas.height = top + Tq * cell;
+  canvas.style.width = `min(${canvas.width / px}px, 44vw)`;
+  ctx.font = `${9 * px}px sans-serif`;
+  ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.fillStyle = "#222"; ctx.textBaseline = "middle"; ctx.textAlign = "right";
+  rowLabels.forEach((t, i) => ctx.fillText(t, left - 2 * px, top + (i + 0.5) * cell));
+  ctx.textAlign = "center";
+  colLabels.forEach((t, j) => ctx.fillText(t, left + (j + 0.5) * cell, top / 2));
   let max = 0;
-  weights.forEach((r) => r.forEach((x) => { if (x > max) max = x; }));
+  weights.forEach((r, i) => r.forEach((x, j) => { if ((!mask || mask[i][j]) && x > max) max = x; }));
   for (let i = 0; i < Tq; i++) for (let j = 0; j < Tk; j++) {
+    const x0 = left + j * cell, y0 = top + i * cell;
     if (mask && !mask[i][j]) {
-      ctx.fillStyle = "#e4e4e4"; ctx.fillRect(j * cell, i * cell, cell, cell);
-      ctx.strokeStyle = "#b0b0b0"; ctx.beginPath(); ctx.moveTo(j * cell, (i + 1) * cell); ctx.lineTo((j + 1) * cell, i * cell); ctx.stroke();
+      ctx.fillStyle = "#e4e4e4"; ctx.fillRect(x0, y0, cell, cell);
+      ctx.strokeStyle = "#b0b0b0"; ctx.beginPath(); ctx.moveTo(x0, y0 + cell); ctx.lineTo(x0 + cell, y0); ctx.stroke();
     } else {
       const [r, g, b] = colour(weights[i][j] / (max || 1));
-      ctx.fillStyle = `rgb(${r},${g},${b})`; ctx.fillRect(j * cell, i * cell, cell, cell);
+      ctx.fillStyle = `rgb(${r},${g},${b})`; ctx.fillRect(x0, y0, cell, cell);
     }
   }
   const fig = el("figure", { class: "tl-live-map" }, canvas, el("figcaption", { text: caption }));
+  function at(e) {
+    // the cell under the pointer: (i, j), or null over the labels
+    const r = canvas.getBoundingClientRect(), sx = canvas.width / r.width, sy = canvas.height / r.height;
+    const j = Math.floor(((e.clientX - r.left) * sx - left) / cell), i = Math.floor(((e.clientY - r.top) * sy - top) / cell);
+    return i < 0 || j < 0 || i >= Tq || j >= Tk ? null : [i, j];
+  }
   function hover(e) {
-    const r = canvas.getBoundingClientRect();
-    const j = Math.floor(((e.clientX - r.left) / r.width) * Tk), i = Math.floor(((e.clientY - r.top) / r.height) * Tq);
-    const t = tooltip();
-    if (i < 0 || j < 0 || i >= Tq || j >= Tk) { t.style.display = "none"; return; }
+    const t = tooltip(), hit = at(e);
+    if (!hit) { t.style.display = "none"; return; }
+    const [i, j] = hit;
     const v = mask && !mask[i][j] ? w("masked") : fmt(weights[i][j]);
     t.textContent = `${w("query")} ${rowLabels[i]} \u2192 ${w("key")} ${colLabels[j]}: ${v}`;
     t.style.display = "block";
-    const left = Math.min(e.clientX + 12, window.innerWidth - t.offsetWidth - 4);
-    t.style.left = Math.max(0, left) + "px";
+    t.style.left = Math.max(0, Math.min(e.clientX + 12, window.innerWidth - t.offsetWidth - 4)) + "px";
     t.style.top = e.clientY + 14 + "px";
     canvas.setAttribute("data-hover", t.textContent);
   }
   canvas.addEventListener("pointermove", hover);
   canvas.addEventListener("pointerdown", hover);
   canvas.addEventListener("pointerleave", () => { tooltip().style.display = "none"; });
-  fig.addEventListener("click", (e) => { onPick(Math.floor(((e.clientY - canvas.getBoundingClientRect().top) / canvas.getBoundingClientRect().height) * Tq)); });
+  fig.addEventListener("click", (e) => { const hit = at(e); onPick(hit ? hit[0] : -1); });
   return fig;
 }
 

@@ -546,7 +546,10 @@ class LivePanel:
 
         style = {"description_width": "initial"}
         text = W.Text(
-            value=self.example, description=word(f"input_{self.name}"), style=style
+            value=self.example,
+            description=word(f"input_{self.name}"),
+            style=style,
+            continuous_update=False,  # runs on Enter or when the box loses focus
         )
         run = W.Button(description=word("run"))
         L, H = self.model.cfg.n_layers, self.model.cfg.n_heads
@@ -592,8 +595,7 @@ class LivePanel:
             )
 
         run.on_click(redraw)
-        text.on_submit(redraw)
-        for c in (kind, layer, head, query, temp):
+        for c in (text, kind, layer, head, query, temp):
             c.observe(redraw, names="value")
         redraw()
         controls = [kind, layer, head, query] + (
