@@ -283,7 +283,7 @@ class Panel {
         el("label", { for: id + "-input", text: w(this.name === "addition" ? "input_addition" : "input_reversal") }),
         this.input,
         el("button", { type: "button", class: "tl-live-run", text: w("run"), onclick: () => this.run() })),
-      el("div", { class: "tl-live-note", text: w(this.name === "addition" ? "hint_addition" : "hint_reversal", { n: this.length || "" }) }),
+      (this.hint = el("div", { class: "tl-live-note tl-live-hint" })),
       this.msg, this.status, this.out, this.dropZone());
     this.run();
   }
@@ -336,6 +336,8 @@ class Panel {
 
   async run() {
     const w = this.w;
+    const n = this.name === "addition" ? additionTask.digits(this.model) : this.length || this.model.config.max_len;
+    this.hint.textContent = w(this.name === "addition" ? "hint_addition" : "hint_reversal", { n });
     this.msg.textContent = "";
     let parsed;
     try {

@@ -35,7 +35,7 @@ WORDS: dict[str, str] = {
     "input_addition": "Addition problem",
     "hint_reversal": "Type {n} symbols from a to j (with or without spaces) and "
     "press Enter: the model was trained on sequences of exactly {n}.",
-    "hint_addition": "Type two numbers of up to three digits, a plus sign and an "
+    "hint_addition": "Type two numbers of up to {n} digits, a plus sign and an "
     "equals sign, as in 347+85=, and press Enter.",
     "run": "Run",
     "answer": "The answer, token by token (greedy)",
