@@ -216,7 +216,8 @@ def translate_figures(
 ) -> None:
     if app.builder.format != "html" or not is_translation(app):
         return
-    if "body" in context and "tl-explorer" in context["body"]:
+    body = context.get("body", "")
+    if "tl-explorer" in body or "tl-live-panel" in body:
         context["body"] = translate_figure_words(
             context["body"], catalog_table(app, FIGURE_CATALOG)
         )
