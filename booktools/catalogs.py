@@ -23,6 +23,7 @@ from .paths import DERIVED_LOCALES, LOCALES
 EDITIONS = [("en", "English"), ("zh_CN", "简体中文"), ("zh_TW", "繁體中文")]
 SOURCE_LANGUAGE = "zh_CN"  # the hand-written catalogs; zh_TW is derived from them
 IMAGE_CATALOG = "images"  # the words drawn inside the figures
+FIGURE_CATALOG = "figures"  # the words of the interactive figures' HTML blocks
 
 
 def locale_dir(language: str) -> Path:
@@ -80,6 +81,14 @@ def image_tables() -> dict[str, dict[str, str]]:
     """{language: {key: translation}} of the words inside the figures, for every
     edition (zh_TW derived from zh_CN as everywhere else)."""
     path = catalog_path(SOURCE_LANGUAGE, IMAGE_CATALOG)
+    zh_cn = read_translations(path) if path.exists() else {}
+    return {"zh_CN": zh_cn, "zh_TW": {k: to_taiwan(v) for k, v in zh_cn.items()}}
+
+
+def figure_tables() -> dict[str, dict[str, str]]:
+    """{language: {word: translation}} of the words of the interactive figures' HTML
+    (titles, control labels, options, hover names), for every edition."""
+    path = catalog_path(SOURCE_LANGUAGE, FIGURE_CATALOG)
     zh_cn = read_translations(path) if path.exists() else {}
     return {"zh_CN": zh_cn, "zh_TW": {k: to_taiwan(v) for k, v in zh_cn.items()}}
 

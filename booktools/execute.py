@@ -45,7 +45,7 @@ import pytest
 from nbval.plugin import IPyNbCell, IPyNbFile, NbCellError
 
 from . import solutions
-from .catalogs import image_tables
+from .catalogs import figure_tables, image_tables
 from .figures import FONTS
 from .paths import BUILD, CACHE, CELL_TIMEOUT
 
@@ -78,6 +78,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="a JSON file {language: {key: translation}} of the words inside the"
         " figures (default: the editions' catalogs images.po)",
+    )
+    group.addoption(
+        "--page-words",
+        type=Path,
+        default=None,
+        help="a JSON file {language: {word: translation}} of the words of the"
+        " interactive figures' HTML (default: the editions' catalogs figures.po)",
     )
 
 
@@ -118,15 +125,23 @@ def _tables(config: pytest.Config) -> dict[str, dict[str, str]]:
     return json.loads(path.read_text(encoding="utf-8")) if path else image_tables()
 
 
-def setup_source(tables: dict[str, dict[str, str]]) -> str:
+def _page_words(config: pytest.Config) -> dict[str, dict[str, str]]:
+    path = config.option.page_words
+    return json.loads(path.read_text(encoding="utf-8")) if path else figure_tables()
+
+
+def setup_source(
+    tables: dict[str, dict[str, str]], page_words: dict[str, dict[str, str]]
+) -> str:
     """The code run before a chapter: its figures are also drawn in each edition's
-    language and font, from these tables ({language: {key: translation}})."""
+    language and font, from these tables ({language: {key: translation}}), and its
+    interactive figures written with each edition's words (``page_words``)."""
     fonts = {language: FONTS[language] for language in tables}
     return (
         "import json as _json\n"
         "from transformer_lib.viz import image_words as _image_words\n\n"
         f"_image_words.render_editions(_json.loads({json.dumps(tables)!r}),"
-        f" {fonts!r})\n"
+        f" {fonts!r}, _json.loads({json.dumps(page_words)!r}))\n"
         "del _json, _image_words"
     )
 
@@ -168,7 +183,8 @@ class BookNotebook(IPyNbFile):
         super().setup()
         kernel = self.kernel
         msg_id = kernel.kc.execute(
-            setup_source(_tables(self.config)), store_history=False
+            setup_source(_tables(self.config), _page_words(self.config)),
+            store_history=False,
         )
         reply = kernel.kc.get_shell_msg(timeout=CELL_TIMEOUT)
         while reply["parent_header"].get("msg_id") != msg_id:

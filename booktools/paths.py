@@ -8,7 +8,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-CONFIG: dict = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+CONFIG_FILE = ROOT / "_config.yml"
+CONFIG: dict = yaml.safe_load(CONFIG_FILE.read_text(encoding="utf-8"))
 BUILD = ROOT / "_build"
 SITE = BUILD / "html"  # the English site; the editions in SITE / <language>
 LOCALES = ROOT / "locales"  # the hand-written catalogs (zh_CN)

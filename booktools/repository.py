@@ -20,21 +20,24 @@ import re
 import sys
 from pathlib import Path
 
-from .paths import BOOK, ROOT
+import yaml
 
-CONFIG = ROOT / "_config.yml"
-# `  url: https://...` inside the `repository:` mapping of _config.yml
+from .paths import BOOK, CONFIG_FILE, ROOT
+
+# `  url: https://...` inside the `repository:` mapping of _config.yml: what --set
+# rewrites, keeping the file's comments (reading goes through YAML)
 URL_LINE = re.compile(r"^(repository:\n(?:[ \t]+#.*\n)*[ \t]+url:[ \t]*)(\S+)", re.M)
 INSTALL_LINE = re.compile(r'(%pip install -q "transformer_lib @ git\+)([^"]+)(")')
 ADDRESS = re.compile(r"^https://[\w.-]+/[\w.-]+/[\w.-]+$")
 
 
 def repository_url(config: Path | None = None) -> str:
-    config = config or CONFIG
-    m = URL_LINE.search(config.read_text(encoding="utf-8"))
-    if m is None:
+    config = config or CONFIG_FILE
+    data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    url = (data.get("repository") or {}).get("url")
+    if not isinstance(url, str):
         raise ValueError(f"{config}: no `url:` under `repository:`")
-    return m.group(2).rstrip("/")
+    return url.rstrip("/")
 
 
 def install_cells(book: Path | None = None) -> dict[Path, tuple[int, str]]:
@@ -68,12 +71,14 @@ def set_url(
 ) -> list[Path]:
     """Write `url` into _config.yml and every chapter's install cell; returns the
     files changed."""
-    config, book = config or CONFIG, book or BOOK
+    config, book = config or CONFIG_FILE, book or BOOK
     url = url.rstrip("/")
     if not ADDRESS.match(url):
         raise ValueError(f"not a repository address: {url!r} (https://host/owner/name)")
     changed = []
     text = config.read_text(encoding="utf-8")
+    if URL_LINE.search(text) is None:
+        raise ValueError(f"{config}: no `url:` line under `repository:` to rewrite")
     new = URL_LINE.sub(lambda m: m.group(1) + url, text, count=1)
     if new != text:
         config.write_text(new, encoding="utf-8")

@@ -12,8 +12,6 @@ Registered in _config.yml (``sphinx.local_extensions``) through its adapter
 * puts a language switcher on every page (``book/_templates/tl-editions.html``),
   linking to the same page in the other editions (English at the site root, the
   others under ``zh_CN/`` and ``zh_TW/``);
-* translates the words of the interactive figures from the catalog ``figures.po``
-  (:func:`.figures.translate_figure_words`);
 * indexes Chinese pages for search in linear time (:func:`use_linear_chinese_search`);
 * translates the words of the theme that its own catalogs leave in English (button
   tooltips, landmark labels, the footer) from the catalog ``theme.po``, once every page
@@ -37,7 +35,6 @@ from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from .catalogs import EDITIONS, read_translations
-from .figures import FIGURE_CATALOG, translate_figure_words
 
 
 def edition_root(language: str | None) -> str:
@@ -197,7 +194,7 @@ _TABLES: dict[tuple[str, str], dict[str, str]] = {}
 
 
 def catalog_table(app: Sphinx, name: str) -> dict[str, str]:
-    """{English: translation} of the edition's catalog ``name`` (figures, theme)."""
+    """{English: translation} of the edition's catalog ``name`` (theme)."""
     key = (app.config.language, name)
     if key not in _TABLES:
         table = {}
@@ -209,18 +206,6 @@ def catalog_table(app: Sphinx, name: str) -> dict[str, str]:
                 table.update(read_translations(path))
         _TABLES[key] = table
     return _TABLES[key]
-
-
-def translate_figures(
-    app: Sphinx, pagename: str, templatename: str, context: dict, doctree
-) -> None:
-    if app.builder.format != "html" or not is_translation(app):
-        return
-    body = context.get("body", "")
-    if "tl-explorer" in body or "tl-live-panel" in body:
-        context["body"] = translate_figure_words(
-            context["body"], catalog_table(app, FIGURE_CATALOG)
-        )
 
 
 def add_switcher(
@@ -363,7 +348,6 @@ def setup(app: Sphinx) -> dict:
     app.add_transform(KeepNeutralTextUntranslated)
     _patch_glue_lookup()
     app.connect("html-page-context", add_switcher)
-    app.connect("html-page-context", translate_figures)
     app.connect("doctree-read", translate_toc_captions, priority=400)
     app.connect("doctree-read", exercise_titles_as_translated)
     app.connect("builder-inited", exercise_words_for_derived_editions)

@@ -113,7 +113,7 @@ REFERENCES = {
     "check_causal_mask": (tl.causal_mask, [None]),
     "check_padding_mask": (tl.padding_mask, [None]),
     "check_repeat_kv": (tl.repeat_kv, [None]),
-    "check_multi_head_attention": (ex.multi_head_attention, [None]),
+    "check_multi_head_attention": (tl.multi_head_attention, [None]),
     "check_layer_norm": (tl.layer_norm, [None]),
     "check_sinusoidal_positional_encoding": (tl.sinusoidal_positional_encoding, [None]),
     "check_apply_rope": (tl.apply_rope, [None]),
@@ -343,7 +343,7 @@ CORRECT = [
     (ex.check_apply_rope, rope_via_complex),
     (ex.check_repeat_kv, tl.repeat_kv),
     (ex.check_repeat_kv, repeat_kv_via_repeat_interleave),
-    (ex.check_multi_head_attention, ex.multi_head_attention),
+    (ex.check_multi_head_attention, tl.multi_head_attention),
     (ex.check_multi_head_attention, mha_via_library_module),
     (ex.check_kv_cache_step, tl.cached_attention_step),
     (ex.check_kv_cache_step, kv_step_own),
@@ -488,7 +488,15 @@ def test_reference_mha_matches_the_library_module(B, T_q, T_k, d_model, h, maske
     m = _module_with_weights(*W, h)
     with torch.no_grad():
         want, _ = m(x_q, x_kv, x_kv, mask)
-    torch.testing.assert_close(ex.multi_head_attention(x_q, x_kv, *W, h, mask), want)
+    torch.testing.assert_close(tl.multi_head_attention(x_q, x_kv, *W, h, mask), want)
+
+
+def test_reference_mha_names_a_weight_of_the_wrong_shape():
+    x, W = torch.randn(1, 3, 4), torch.eye(4)
+    with pytest.raises(
+        ValueError, match=r"W_k must be \(d_model, d_model\), got \(4, 2\)"
+    ):
+        tl.multi_head_attention(x, x, W, W[:, :2], W, W, 2)
 
 
 def test_reference_mha_matches_torch():
@@ -502,7 +510,7 @@ def test_reference_mha_matches_torch():
             x, x, x, attn_mask=~tl.causal_mask(5)
         )  # torch: True = may NOT attend
     torch.testing.assert_close(
-        ex.multi_head_attention(x, x, W_q, W_k, W_v, W_o, 2, tl.causal_mask(5)), want
+        tl.multi_head_attention(x, x, W_q, W_k, W_v, W_o, 2, tl.causal_mask(5)), want
     )
 
 

@@ -41,7 +41,7 @@ def test_the_address_is_written_nowhere_else():
 
 def test_set_url_rewrites_the_config_and_every_install_cell(tmp_path):
     config = tmp_path / "_config.yml"
-    shutil.copy(repository.CONFIG, config)
+    shutil.copy(repository.CONFIG_FILE, config)
     book = tmp_path / "book"
     shutil.copytree(repository.BOOK, book, ignore=shutil.ignore_patterns("_*"))
     changed = repository.set_url(FORK + "/", config, book)
@@ -58,16 +58,25 @@ def test_a_wrong_address_is_refused_with_its_value(tmp_path):
         repository.set_url("not-an-address", tmp_path / "_config.yml", tmp_path)
 
 
+def test_a_config_without_the_url_line_is_refused(tmp_path):
+    config = tmp_path / "_config.yml"
+    config.write_text("title: a book\nrepository:\n  branch: main\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no `url:`"):
+        repository.repository_url(config)
+    with pytest.raises(ValueError, match="no `url:` line"):
+        repository.set_url(FORK, config, tmp_path)
+
+
 def test_check_fails_when_a_chapter_disagrees(tmp_path, monkeypatch):
     config = tmp_path / "_config.yml"
-    shutil.copy(repository.CONFIG, config)
+    shutil.copy(repository.CONFIG_FILE, config)
     config.write_text(
         config.read_text(encoding="utf-8").replace(repository.repository_url(), FORK),
         encoding="utf-8",
     )
     problems = repository.disagreements(config, repository.BOOK)
     assert problems and all(FORK in p for p in problems)
-    monkeypatch.setattr(repository, "CONFIG", config)
+    monkeypatch.setattr(repository, "CONFIG_FILE", config)
     assert repository.main(["--check"]) == 1
 
 

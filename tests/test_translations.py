@@ -194,23 +194,23 @@ def test_translated_notebook_replaces_every_block_and_keeps_the_code(notebook, p
     assert marked >= len(lookup)
 
 
-def test_an_interactive_figure_is_translated_word_by_word(monkeypatch):
+def test_an_interactive_figure_is_written_in_an_editions_words():
     """Title, labels, options, the hint, the hover names, the word for a masked cell and
-    the alt text of a kernel-free figure all come out in the edition's language, and
-    its frames are untouched."""
+    the alt text of a kernel-free figure all come out in the edition's language when
+    its block is written with the edition's words, and its frames are untouched."""
     import html as html_lib
-    import itertools
 
     import test_viz
 
     from transformer_lib.viz import static
 
-    monkeypatch.setattr(static, "_counter", itertools.count())
-    page = test_viz._pinned_figure().to_html()
-    words = figures.figure_words(page)
+    figure = test_viz._pinned_figure()
+    frames = figure.frames()
+    english = static.PageWords()
+    page = static.to_html(figure, frames, english)
     assert {"query", "key", "masked", "Point at a cell to read its value."} <= set(
-        words
-    ), words
+        english.seen
+    ), english.seen
     table = {
         "A pinned figure: \\(\\alpha &lt; \\beta\\) &amp; more": (
             "钉住的图：\\(\\alpha &lt; \\beta\\) 等"
@@ -223,29 +223,28 @@ def test_an_interactive_figure_is_translated_word_by_word(monkeypatch):
         "masked": "被遮蔽",
         "Point at a cell to read its value.": "将指针移到格子上，即可读出它的值。",
     }
-    missing = [w for w in table if w not in words]
+    missing = [w for w in table if w not in english.seen]
     assert not missing, f"not words of the figure as its HTML writes them: {missing}"
-    out = figures.translate_figure_words(page, table)
-    assert set(figures.figure_words(out)) <= set(table.values()) | set(words) - set(
-        table
-    )
-    for english in ('"query"', '"key"', '"masked"'):
-        assert f":{english}" in page and f":{english}" not in out, english
+    edition = static.PageWords(table)
+    out = static.to_html(figure, frames, edition)
+    assert list(edition.seen) == list(english.seen)  # the same words, looked up
+    for word, translation in table.items():
+        assert translation in out or json.dumps(translation)[1:-1] in out, word
+    for english_word in ('"query"', '"key"', '"masked"'):
+        assert f":{english_word}" in page and f":{english_word}" not in out
     assert ">Point at" in page and ">Point at" not in out
-    info = json.loads(figures.DESCRIBE.search(out).group(2))
+    assert ">magma</option>" in page and ">岩浆</option>" in out
+    describe = re.compile(r'class="tl-describe">(.*?)</script>', re.S)
+    info = json.loads(describe.search(out).group(1))
     assert info["title"] == "钉住的图：α< β 等", info["title"]
     assert info["labels"] == ["大小 √n", "翻转<行>", "cmap", "note"], info["labels"]
     assert info["texts"][2] == ["viridis", "岩浆"] and info["masked"] == "被遮蔽"
-    alt = html_lib.unescape(figures.ALT.search(out).group(2))
+    alt = html_lib.unescape(re.search(r'<img alt="([^"]*)"', out).group(1))
     assert (
         alt == "钉住的图：α< β 等 (大小 √n: 3; 翻转<行>: False; cmap: viridis; note: a)"
     )
-    frames = re.compile(r'"png":"[^"]+"')
-    assert frames.findall(out) == frames.findall(page)
-    # an alt text that explorer.js would not have written is an error, not a guess
-    broken = page.replace(figures.ALT.search(page).group(2), "something else")
-    with pytest.raises(ValueError, match="something else"):
-        figures.translate_figure_words(broken, table)
+    pngs = re.compile(r'"png":"[^"]+"')
+    assert pngs.findall(out) == pngs.findall(page)
 
 
 def test_live_forms_show_the_editions_words():

@@ -8,6 +8,7 @@ import itertools
 import json
 import random
 import re
+from collections import Counter
 from importlib import resources
 
 import numpy as np
@@ -100,12 +101,13 @@ def _pinned_draw(fig, n, flip, cmap, note):
     return HoverGrid(ax, values, rows, cols, "query", "key")
 
 
-# sha256 of to_html() for _pinned_figure(), first in a session; recorded with
+# sha256 of to_html() for _pinned_figure() with the element id blanked; recorded with
 # explorer.py as it was before its split into interactive, live, static, heatmap and
 # source (commit 695da99), and again when .tl-describe gained the word for a masked
 # cell (and explorer.js read it from there), for the Chinese editions; and again when
-# the frames' PNGs went from zlib level 9 to 6 (static.PNG_LEVEL: the same pixels).
-PINNED_HTML = "13fc7fecfd1cc1326aef61346a0f3bd75520c3f4dabc2fc9a60ce690c80f69ac"
+# the frames' PNGs went from zlib level 9 to 6 (static.PNG_LEVEL: the same pixels); and
+# again when the id stopped counting the session's figures (static._written).
+PINNED_HTML = "31bce962c9a3c37ba4b9fbf0ca57590e8812277995f0e30740c94acf8daac56a"
 # the same HTML with the PNGs and the element id blanked: what our own code writes
 PINNED_MARKUP = "16e40cd124b4cd84ea03ba3643309294509cf172220bb8dafd30bab30dd01f0d"
 
@@ -129,19 +131,32 @@ def _pinned_figure() -> Explorer:
 
 
 def test_static_twin_html_is_byte_identical_to_the_pinned_one(monkeypatch):
-    # as if first in a session: the element id counts the figures
-    monkeypatch.setattr(static, "_counter", itertools.count())
+    # as if first in a session: the element id counts the blocks of the same content
+    monkeypatch.setattr(static, "_written", Counter())
     html = _pinned_figure().to_html()
-    markup = re.sub(r"tlx-[0-9a-f]{12}", "tlx-UID", html)
-    markup = re.sub(r'("png":"|base64,)[A-Za-z0-9+/=]+', r"\1PNG", markup)
+    uid = re.search(r'id="(tlx-[0-9a-f]{12})"', html).group(1)
+    blanked = html.replace(uid, "tlx-UID")
+    markup = re.sub(r'("png":"|base64,)[A-Za-z0-9+/=]+', r"\1PNG", blanked)
     assert html.count('"ref"') == 8 and 'class="tl-hover"' in html
     assert hashlib.sha256(markup.encode()).hexdigest() == PINNED_MARKUP, (
         "the static twin's markup changed: the site's HTML for the same figure differs"
     )
-    assert hashlib.sha256(html.encode()).hexdigest() == PINNED_HTML, (
+    assert hashlib.sha256(blanked.encode()).hexdigest() == PINNED_HTML, (
         "the markup is the same but the frames' PNG bytes differ: did a matplotlib or"
         " Pillow upgrade change the rendering? If the figures look right, re-pin"
     )
+
+
+def test_element_ids_come_from_the_content_and_stay_unique(monkeypatch):
+    """A block's id is its content's digest, the same at every build whatever was drawn
+    before it; the same block written again in the kernel gets a numbered id."""
+    monkeypatch.setattr(static, "_written", Counter())
+    first = _pinned_figure().to_html()
+    make().to_html()  # another figure in between changes nothing
+    again = _pinned_figure().to_html()
+    uid = re.search(r'id="(tlx-[0-9a-f]{12})"', first).group(1)
+    assert f'id="{uid}-1"' in again and f'id="{uid}"' not in again
+    assert again.replace(f"{uid}-1", uid) == first
 
 
 def test_the_script_is_a_packaged_js_file_inlined_once_per_figure():

@@ -39,7 +39,13 @@ from .feed_forward import FeedForward, gelu_tanh, silu
 from .flash import online_softmax, tiled_attention
 from .generation import decode_loop
 from .gpt import GPT, causal_lm_loss
-from .heads import MultiHeadAttention, merge_heads, repeat_kv, split_heads
+from .heads import (
+    MultiHeadAttention,
+    merge_heads,
+    multi_head_attention,
+    repeat_kv,
+    split_heads,
+)
 from .hf import hf_to_tl
 from .kv_cache import CacheSlot, KVCache, cached_attention_step
 from .layers import DecoderLayer, EncoderLayer, GPTBlock, Residual
@@ -83,6 +89,7 @@ __all__ = [
     "split_heads",
     "merge_heads",
     "repeat_kv",
+    "multi_head_attention",
     "MultiHeadAttention",
     # the cache and its costs (chapters 5, 12)
     "kv_cache_nbytes",

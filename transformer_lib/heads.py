@@ -45,6 +45,36 @@ def repeat_kv(k: torch.Tensor, n_rep: int) -> torch.Tensor:
     return k[:, :, None].expand(B, h_kv, n_rep, T, d).reshape(B, h_kv * n_rep, T, d)
 
 
+def multi_head_attention(
+    x_q: torch.Tensor,
+    x_kv: torch.Tensor,
+    W_q: torch.Tensor,
+    W_k: torch.Tensor,
+    W_v: torch.Tensor,
+    W_o: torch.Tensor,
+    n_heads: int,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O (eq. multi-head), as one
+    function of its weights, with no biases: the formula that
+    :class:`MultiHeadAttention` computes with its own layers.
+
+    x_q (B, T_q, d_model), x_kv (B, T_k, d_model); every W is (d_model, d_model),
+    applied as x @ W; mask bool, True = may attend, broadcastable to (B, h, T_q, T_k).
+    Returns (B, T_q, d_model).
+    """
+    for name, w in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o)):
+        if w.dim() != 2 or w.shape[0] != w.shape[1]:
+            raise ValueError(f"{name} must be (d_model, d_model), got {tuple(w.shape)}")
+    # (B, T_q, d_model) @ (d_model, d_model) -> (B, h, T_q, d_k)
+    q = split_heads(x_q @ W_q, n_heads)
+    k = split_heads(x_kv @ W_k, n_heads)  # (B, h, T_k, d_k)
+    v = split_heads(x_kv @ W_v, n_heads)  # (B, h, T_k, d_k)
+    out, _ = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T_q, d_k)
+    # (B, T_q, d_model) @ (d_model, d_model) -> (B, T_q, d_model)
+    return merge_heads(out) @ W_o
+
+
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O,
     head_i = Attention(Q W_Q^i, K W_K^i, V W_V^i).

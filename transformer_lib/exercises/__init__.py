@@ -46,11 +46,7 @@ and a chapter cell that calls it.
 from .ch03_attention import check_scaled_dot_product_attention
 from .ch03_softmax import check_softmax
 from .ch04_masks import check_causal_mask, check_padding_mask
-from .ch05_multi_head import (
-    check_multi_head_attention,
-    check_repeat_kv,
-    multi_head_attention,
-)
+from .ch05_multi_head import check_multi_head_attention, check_repeat_kv
 from .ch07_add_and_norm import check_layer_norm
 from .ch08_positional_encoding import (
     check_apply_rope,
@@ -85,5 +81,4 @@ __all__ = [
     "check_alibi_bias",
     "check_ring_step",
     "check_tensor_parallel_attention",
-    "multi_head_attention",
 ]

@@ -1,7 +1,7 @@
 """Chapter 5: grouped-query attention's ``repeat_kv``, and multi-head attention.
 
-``multi_head_attention`` is the reference solution of the multi-head attention exercise,
-built from the library's pieces; the other checkers' references are library functions.
+Every checker's reference is a library function (``tl.repeat_kv``,
+``tl.multi_head_attention``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from functools import cached_property
 
 import torch
 
-from ..attention import scaled_dot_product_attention, softmax
-from ..heads import merge_heads, repeat_kv, split_heads
+from ..attention import softmax
+from ..heads import multi_head_attention, repeat_kv
 from ..masks import causal_mask, padding_mask
 from .harness import (
     Checker,
@@ -103,34 +103,9 @@ check_repeat_kv = Checker(
 
 
 # --------------------------------------------------------------------------------------
-# multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None)
+# multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None); the reference
+# is the library's tl.multi_head_attention
 # --------------------------------------------------------------------------------------
-
-
-def multi_head_attention(
-    x_q: torch.Tensor,
-    x_kv: torch.Tensor,
-    W_q: torch.Tensor,
-    W_k: torch.Tensor,
-    W_v: torch.Tensor,
-    W_o: torch.Tensor,
-    n_heads: int,
-    mask: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O (eq. multi-head), no biases.
-
-
-    x_q (B, T_q, d_model), x_kv (B, T_k, d_model); every W is (d_model, d_model),
-    applied as x @ W; mask bool, True = may attend, broadcastable to (B, h, T_q, T_k).
-    Returns (B, T_q, d_model).
-    """
-    # (B, T_q, d_model) @ (d_model, d_model) -> (B, h, T_q, d_k)
-    q = split_heads(x_q @ W_q, n_heads)
-    k = split_heads(x_kv @ W_k, n_heads)  # (B, h, T_k, d_k)
-    v = split_heads(x_kv @ W_v, n_heads)  # (B, h, T_k, d_k)
-    out, _ = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T_q, d_k)
-    # (B, T_q, d_model) @ (d_model, d_model) -> (B, T_q, d_model)
-    return merge_heads(out) @ W_o
 
 
 class MHATrial(Trial):

@@ -3,7 +3,7 @@
 // after the figure's markup: <div class="tl-explorer" id="__UID__"> holds the controls
 // ([data-k] = the control's index), the <img>, a .tl-hover tip, and two JSON scripts,
 // .tl-frames ({"i,j,...": {png, hover} or {ref, hover}}) and .tl-describe (alt-text parts and
-// the word for a masked cell: the Chinese editions translate both, book/_ext/tl_i18n.py).
+// the word for a masked cell; static.to_html writes them in the edition's language).
 // __UID__ is replaced by the figure's id. These // lines at the top are not shipped.
 (function () {
   var me = document.currentScript, root = (me && me.parentNode) || document.getElementById("__UID__");

@@ -15,11 +15,14 @@ math and numbers (tick values, ``$\\sqrt{d_k}$``) has no words, and is never loo
 
 Two uses:
 
-* ``render_editions({language: table}, {language: font})``, which the book's build
-  (``booktools``) calls in each chapter's kernel: every figure shown inline, and every
-  :class:`~.interactive.Explorer`, then also carries its pictures in the other
-  languages, in its output's metadata (``tl_editions``), with the keys of the English
-  texts it drew (``tl_words``, from which the build makes its catalog).
+* ``render_editions({language: table}, {language: font}, {language: page words})``,
+  which the book's build (``booktools``) calls in each chapter's kernel: every figure
+  shown inline, and every :class:`~.interactive.Explorer`, then also carries its
+  pictures in the other languages, in its output's metadata (``tl_editions``), with
+  the keys of the English texts it drew (``tl_words``, from which the build makes its
+  catalog). An Explorer's whole HTML block is written again per language, its words
+  (title, labels, options, hover names) from the page-words table
+  (``tl_page_words``: the English words it looked up).
 * ``use_image_words(language, table, font)``, which a translated notebook calls in its
   first cells: from then on, figures are drawn in that language only.
 
@@ -57,7 +60,9 @@ _SLOT = re.compile(r"\{(\d+)\}")
 _LETTER = re.compile(r"[^\W\d_]")
 _SCIENTIFIC = re.compile(r"\d(?:\.\d+)?e[-+\u2212]?\d+")  # 1e-3: a number, not a word
 
-_EDITIONS: dict[str, tuple[dict[str, str], str]] = {}  # language -> (table, font)
+# language -> (the table of the words in pictures, their font, the table of the words
+# of the HTML blocks: see static.PageWords)
+_EDITIONS: dict[str, tuple[dict[str, str], str, dict[str, str]]] = {}
 _LIVE: dict[str, Any] = {}  # {"language": ..., "table": ..., "font": ...}
 
 
@@ -233,17 +238,26 @@ def every_glyph_drawn(language: str) -> Iterator[None]:
 
 # ------------------------------------------------------------------ the two uses
 def render_editions(
-    tables: dict[str, dict[str, str]], fonts: dict[str, str] | None = None
+    tables: dict[str, dict[str, str]],
+    fonts: dict[str, str] | None = None,
+    page_words: dict[str, dict[str, str]] | None = None,
 ) -> None:
     """Also draw every figure in each language of ``tables`` ({language: {key:
     translation}}), in its font (``fonts``: {language: font name}), into its output's
-    metadata (the book's build calls this before a chapter's first cell).
+    metadata (the book's build calls this before a chapter's first cell). An
+    interactive figure's HTML is then also written in each language, with the words of
+    ``page_words`` ({language: {word: translation}}, see :class:`.static.PageWords`).
     ``render_editions({})`` stops."""
-    fonts = fonts or {}
+    fonts, page_words = fonts or {}, page_words or {}
     for language in tables:
         font_family(fonts[language])  # fail now, not in the middle of a chapter
     _EDITIONS.clear()
-    _EDITIONS.update({lang: (table, fonts[lang]) for lang, table in tables.items()})
+    _EDITIONS.update(
+        {
+            lang: (table, fonts[lang], page_words.get(lang, {}))
+            for lang, table in tables.items()
+        }
+    )
     _use_png_formatter()
 
 
@@ -271,7 +285,14 @@ def live_words() -> Words | None:
 
 def editions() -> dict[str, dict[str, str]]:
     """The languages the book is being built in, besides English: {language: table}."""
-    return {language: table for language, (table, _) in _EDITIONS.items()}
+    return {language: table for language, (table, _, _) in _EDITIONS.items()}
+
+
+def edition_words(language: str) -> tuple[Words, dict[str, str]]:
+    """(the words of the pictures, the table of the words of the HTML) of one of the
+    languages the book is being built in."""
+    table, font, page_words = _EDITIONS[language]
+    return Words(language, table, font), page_words
 
 
 def edition_pictures(draw: Callable[[Words], Any]) -> dict[str, Any] | None:
@@ -281,8 +302,8 @@ def edition_pictures(draw: Callable[[Words], Any]) -> dict[str, Any] | None:
     has no words). ``{"tl_editions": {language: picture}, "tl_words": [keys]}``, or
     None if the figure has no words."""
     pictures, seen = {}, {}
-    for language, (table, font) in _EDITIONS.items():
-        words = Words(language, table, font)
+    for language in _EDITIONS:
+        words = edition_words(language)[0]
         with every_glyph_drawn(language):
             picture = draw(words)
         if not words.seen:  # the same figure has the same words in every language

@@ -253,19 +253,26 @@ class Explorer:
             words.restore()
             self._words, self._backgrounds, self._overlays = saved
 
-    def edition_pictures(self, english: dict[str, dict]) -> dict[str, Any] | None:
+    def edition_pictures(
+        self, english: dict[str, dict], english_words: static.PageWords
+    ) -> dict[str, Any] | None:
         """While the book is built (:func:`.image_words.render_editions`): the
-        kernel-free twin once more per edition, with the words in the pictures in the
-        edition's language (``english``: the English frames, whose repeated pictures
-        are not drawn again); the metadata of the figure's output, or None if no
-        picture has words."""
-
-        def draw(words: image_words.Words) -> str:
-            with self._drawn_in(words):
+        kernel-free twin once more per edition, its words in the edition's language,
+        those drawn in the pictures and those of the HTML (``english``: the English
+        frames, whose repeated pictures are not drawn again; ``english_words``: the
+        words the English twin looked up). The metadata of the figure's output, or None
+        if the figure has no words."""
+        twins, pictured = {}, {}
+        for language in image_words.editions():
+            words, page_words = image_words.edition_words(language)
+            with image_words.every_glyph_drawn(language), self._drawn_in(words):
                 drawn = static.frames(self.controls, self._frame, like=english)
-                return static.to_html(self, drawn)
-
-        return image_words.edition_pictures(draw)
+            pictured.update(words.seen)
+            twins[language] = static.to_html(self, drawn, static.PageWords(page_words))
+        page = [w for w in english_words.seen if w]
+        if not pictured and not page:
+            return None
+        return {"tl_editions": twins, "tl_words": list(pictured), "tl_page_words": page}
 
     # -- the two lives
     def widget(self):
@@ -279,15 +286,17 @@ class Explorer:
         return static.frames(self.controls, self._frame)
 
     def to_html(self) -> str:
-        """The kernel-free twin, one HTML block: :func:`.static.to_html`."""
-        return static.to_html(self, self.frames())
+        """The kernel-free twin, one HTML block: :func:`.static.to_html`, in the
+        notebook's language (:func:`.live.use_words`)."""
+        return static.to_html(self, self.frames(), live.page_words())
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         frames = self.frames()
+        words = live.page_words()
         bundle = {
             "text/plain": "Interactive figure with controls: "
             + ", ".join(self.controls),
-            "text/html": static.to_html(self, frames),
+            "text/html": static.to_html(self, frames, words),
         }
         try:
             view = self.widget()._repr_mimebundle_()
@@ -296,5 +305,7 @@ class Explorer:
         if view and "application/vnd.jupyter.widget-view+json" in view:
             key = "application/vnd.jupyter.widget-view+json"
             bundle[key] = view[key]
-        editions = self.edition_pictures(frames) if image_words.editions() else None
+        editions = (
+            self.edition_pictures(frames, words) if image_words.editions() else None
+        )
         return (bundle, {"text/html": editions}) if editions else bundle

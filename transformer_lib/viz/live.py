@@ -16,7 +16,7 @@ import html
 from collections.abc import Callable
 
 from .controls import Spec, is_bool_options, is_number_options, option_text
-from .labels import label_html, label_text
+from .static import PageWords
 
 # English words of the figures -> the words the forms show, keyed as the kernel-free
 # twin writes them (HTML, math as \\(...\\)), like the editions' catalog figures.po
@@ -34,10 +34,15 @@ def use_words(words: dict[str, str]) -> None:
     _WORDS.update(words)
 
 
+def page_words() -> PageWords:
+    """The words of the notebook's language (English unless :func:`use_words` gave
+    others), for the kernel-free twin and the form alike."""
+    return PageWords(_WORDS)
+
+
 def _word(text: str) -> str:
     """``text`` (a label or title as written, with ``$...$``) in the current words."""
-    key = label_html(text)[0]
-    return label_text(_WORDS[key]) if key in _WORDS else text
+    return PageWords(_WORDS).text(text)
 
 
 def build_widget(spec: Spec, redraw: Callable[..., bytes]):

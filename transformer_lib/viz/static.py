@@ -6,6 +6,12 @@ block; ``explorer.js`` (shipped as package data and inlined once per figure) swa
 picture when a control changes and shows a heatmap cell's value under the pointer.
 Nothing is loaded from another host.
 
+Every word of the block (title, control labels, options, the hover hint, the hover
+read-out's row and column names, the word for a masked cell) goes through one
+:class:`PageWords` lookup: in English it returns the word as it is, and records it; an
+edition of the book passes its own table (the build's catalog ``figures.po``), so that
+the block is written in the edition's language in the first place.
+
 Pages stay small: each frame is re-encoded as a palette PNG of at most
 ``PALETTE_COLORS`` colours (about a third of matplotlib's RGBA output, with no visible
 change on these flat-coloured plots), and frames that come out identical are stored
@@ -23,6 +29,7 @@ import io
 import itertools
 import json
 import struct
+from collections import Counter
 from collections.abc import Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -31,7 +38,7 @@ import numpy as np
 
 from .controls import Spec, is_bool_options, is_number_options, option_text
 from .heatmap import HoverGrid
-from .labels import label_html, plain, script_json
+from .labels import label_html, label_text, plain, script_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -42,8 +49,38 @@ PALETTE_COLORS = 256  # frames are palette PNGs with at most this many colours
 # (palette quantisation included) for 487 KiB against 454 KiB; every frame is encoded
 # three times, once per edition
 PNG_LEVEL = 6
-# makes element ids unique within one kernel session, and repeatable
-_counter = itertools.count()
+# how many blocks of the same content this kernel has written: an element id is the
+# content's digest and this count, unique on a page and the same at every build
+_written: Counter[str] = Counter()
+HINT = "Point at a cell to read its value."
+MASKED = "masked"  # the hover read-out of a masked cell
+
+
+class PageWords:
+    """The words of the HTML blocks in one language.
+
+    ``table`` maps a word as the English block writes it (:func:`.labels.label_html`:
+    HTML, math as ``\\(...\\)``) to its translation, in the same form; a word it lacks
+    stays as it is. Calling it looks a word up and records it in ``seen`` (the words an
+    edition's catalog needs); :meth:`get` looks up without recording.
+    """
+
+    def __init__(self, table: dict[str, str] | None = None) -> None:
+        self.table = table or {}
+        self.seen: dict[str, None] = {}  # the words looked up, in the order first met
+
+    def __call__(self, word: str) -> str:
+        self.seen[word] = None
+        return self.table.get(word, word)
+
+    def get(self, word: str) -> str:
+        return self.table.get(word, word)
+
+    def text(self, label: str) -> str:
+        """A label as written (``$...$``) in this language, as the table has it."""
+        markup = label_html(label)[0]
+        return label_text(self.table[markup]) if markup in self.table else label
+
 
 # --------------------------------------------------------------------------------------
 # Frames
@@ -151,14 +188,23 @@ def png_size(png: bytes) -> tuple[int, int]:
 # --------------------------------------------------------------------------------------
 
 
-def describe(spec: Spec, values: dict[str, Any]) -> str:
-    """Alt text: the title and the value of every control."""
+def describe(spec: Spec, values: dict[str, Any], words: PageWords | None = None) -> str:
+    """Alt text: the title and the value of every control (in ``words``' language)."""
+    words = words or PageWords()
     settings = "; ".join(
-        f"{plain(spec.labels[n])}: {option_text(values[n])}" for n in spec.controls
+        f"{plain(words.text(spec.labels[n]))}: {_option(values[n], words)}"
+        for n in spec.controls
     )
     if spec.title:
-        return f"{plain(spec.title)} ({settings})"
+        return f"{plain(words.text(spec.title))} ({settings})"
     return f"Interactive figure ({settings})"
+
+
+def _option(value: Any, words: PageWords) -> str:
+    """An option as the reader sees it: a word in ``words``' language, a number as
+    it is."""
+    text = option_text(value)
+    return html.unescape(words.get(html.escape(text)))
 
 
 # --------------------------------------------------------------------------------------
@@ -176,11 +222,12 @@ def script() -> str:
     return "\n".join(lines)
 
 
-def _control(k: int, name: str, spec: Spec) -> str:
+def _control(k: int, name: str, spec: Spec, words: PageWords) -> str:
     """One control's markup; ``data-k`` is its index in the frame keys."""
     opts = spec.controls[name]
     d = opts.index(spec.defaults[name])
     label, math = label_html(spec.labels[name])
+    label = words(label)
     span = (
         f'<span class="tl-ctl-label{" mathjax_process" if math else ""}">{label}</span>'
     )
@@ -202,7 +249,7 @@ def _control(k: int, name: str, spec: Spec) -> str:
         )
     options = "".join(
         f'<option value="{i}"{" selected" if i == d else ""}>'
-        f"{html.escape(str(o))}</option>"
+        f"{words(html.escape(str(o)))}</option>"
         for i, o in enumerate(opts)
     )
     return (
@@ -211,35 +258,47 @@ def _control(k: int, name: str, spec: Spec) -> str:
     )
 
 
-def to_html(spec: Spec, rendered: dict[str, dict]) -> str:
-    """A self-contained HTML block (inline PNGs, a small script): no kernel, no CDN."""
+def to_html(
+    spec: Spec, rendered: dict[str, dict], words: PageWords | None = None
+) -> str:
+    """A self-contained HTML block (inline PNGs, a small script): no kernel, no CDN.
+
+    Its words are looked up in ``words`` (English, recorded, when None)."""
+    words = words if words is not None else PageWords()
     names = list(spec.controls)
     default_key = ",".join(str(spec.controls[n].index(spec.defaults[n])) for n in names)
+    # the words in the order the block shows them (the order of the catalogs)
+    title_html, math = label_html(spec.title) if spec.title else ("", False)
+    title_html = words(title_html) if spec.title else ""
+    controls = [_control(k, name, spec, words) for k, name in enumerate(names)]
+    has_hover = any(f["hover"] for f in rendered.values())
+    hint = words(HINT) if has_hover else ""
+    rendered = {key: _named(frame, words) for key, frame in rendered.items()}
+    masked = words(MASKED)
     frames_json = script_json(rendered)
-    digest = hashlib.sha1(
-        f"{next(_counter)}|{spec.title}|{names}|{frames_json}".encode()
-    ).hexdigest()
-    uid = "tlx-" + digest[:12]
+    digest = hashlib.sha1(f"{spec.title}|{names}|{frames_json}".encode()).hexdigest()
+    uid = f"tlx-{digest[:12]}"
+    if _written[digest]:  # the same block again in this kernel
+        uid += f"-{_written[digest]}"
+    _written[digest] += 1
     first = rendered[default_key]
     first_png = first["png"] if "png" in first else rendered[first["ref"]]["png"]
     width, height = png_size(base64.b64decode(first_png))
-    has_hover = any(f["hover"] for f in rendered.values())
 
     parts = [f'<div class="tl-explorer" id="{uid}" role="group"']
     if spec.title:
-        title_html, math = label_html(spec.title)
         parts.append(f' aria-labelledby="{uid}-title">')
         cls = "tl-explorer-title mathjax_process" if math else "tl-explorer-title"
         parts.append(f'<div class="{cls}" id="{uid}-title">{title_html}</div>')
     else:
         parts.append(' aria-label="interactive figure">')
     parts.append('<div class="tl-explorer-controls">')
-    parts.extend(_control(k, name, spec) for k, name in enumerate(names))
+    parts.extend(controls)
     parts.append("</div>")
     parts.append(
         '<div class="tl-explorer-figure" style="position:relative;'
         'display:inline-block;max-width:100%">'
-        f'<img alt="{html.escape(describe(spec, spec.defaults))}"'
+        f'<img alt="{html.escape(describe(spec, spec.defaults, words))}"'
         f' width="{width}" height="{height}" src="data:image/png;base64,{first_png}"'
         ' style="max-width:100%;height:auto;display:block">'
         '<div class="tl-hover" style="display:none;position:absolute;'
@@ -248,17 +307,15 @@ def to_html(spec: Spec, rendered: dict[str, dict]) -> str:
         'font:12px/1.5 sans-serif;white-space:nowrap"></div></div>'
     )
     if has_hover:
-        parts.append(
-            '<div class="tl-explorer-hint">Point at a cell to read its value.</div>'
-        )
+        parts.append(f'<div class="tl-explorer-hint">{hint}</div>')
     parts.append(
         f'<script type="application/json" class="tl-frames">{frames_json}</script>'
     )
     labels = {
-        "title": plain(spec.title) if spec.title else "Interactive figure",
-        "labels": [plain(spec.labels[n]) for n in names],
-        "texts": [[option_text(o) for o in spec.controls[n]] for n in names],
-        "masked": "masked",  # the hover read-out of a masked cell
+        "title": plain(words.text(spec.title)) if spec.title else "Interactive figure",
+        "labels": [plain(words.text(spec.labels[n])) for n in names],
+        "texts": [[_option(o, words) for o in spec.controls[n]] for n in names],
+        "masked": masked,
     }
     described = script_json(labels)
     parts.append(
@@ -267,3 +324,14 @@ def to_html(spec: Spec, rendered: dict[str, dict]) -> str:
     parts.append(f"<script>\n{script().replace('__UID__', uid)}</script>")
     parts.append("</div>")
     return "".join(parts)
+
+
+def _named(frame: dict, words: PageWords) -> dict:
+    """A frame whose hover read-outs name their rows and columns in ``words``."""
+    if not frame.get("hover"):
+        return frame
+    hover = [
+        {**h, "rn": h["rn"] and words(h["rn"]), "cn": h["cn"] and words(h["cn"])}
+        for h in frame["hover"]
+    ]
+    return {**frame, "hover": hover}
