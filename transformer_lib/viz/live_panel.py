@@ -23,7 +23,8 @@ from typing import Any
 
 import torch
 
-from . import live
+from . import image_words, live
+from .static import PageWords
 
 # key -> the English words; {name} is filled in by the page (and by render())
 WORDS: dict[str, str] = {
@@ -115,28 +116,43 @@ EXAMPLES = {"reversal": "c a h j d a e b", "addition": "347+85="}
 
 
 def panel_html(
-    name: str, *, length: int | None = None, example: str | None = None
+    name: str,
+    *,
+    length: int | None = None,
+    example: str | None = None,
+    words: PageWords | None = None,
 ) -> str:
     """The static site's panel for the model ``name`` ("reversal" or "addition"): the
-    markup that ``tl-live-panels.js`` fills in, its words, and the script tag."""
+    markup that ``tl-live-panels.js`` fills in, every word of :data:`WORDS` in it
+    (looked up in ``words``, English when None), and the script that loads the panels
+    from the site's ``_static`` (the page's ``data-content_root``, in every edition)."""
     if name not in EXAMPLES:
         raise ValueError(f"no live panel for {name!r}: choose one of {list(EXAMPLES)}")
+    words = words if words is not None else PageWords()
     example = EXAMPLES[name] if example is None else example
     attrs = f' data-model="{name}" data-example="{html.escape(example)}"'
     if length is not None:
         attrs += f' data-length="{int(length)}"'
-    words = "".join(
-        f'<span class="tl-live-word" data-key="{key}">{html.escape(text)}</span>'
+    spans = "".join(
+        f'<span class="tl-live-word" data-key="{key}">{words(html.escape(text))}</span>'
         for key, text in WORDS.items()
         if key != "loading"
     )
+    loading = words(html.escape(WORDS["loading"]))
     return (
         f'<div class="tl-live-panel"{attrs}>'
-        f'<div class="tl-live-words" hidden="">{words}</div>'
+        f'<div class="tl-live-words" hidden="">{spans}</div>'
         '<div class="tl-live-ui" aria-live="polite"><span class="tl-live-word"'
-        f' data-key="loading">{html.escape(WORDS["loading"])}</span></div></div>'
-        '<script type="module" src="../_static/tl-live-panels.js"></script>'
+        f' data-key="loading">{loading}</span></div></div>'
+        f'<script type="module">{_LOADER}</script>'
     )
+
+
+# the panels' script, from the site's _static directory, wherever the page sits
+_LOADER = (
+    'const root = document.documentElement.dataset.content_root || "../";'
+    ' import(new URL(root + "_static/tl-live-panels.js", document.baseURI).href);'
+)
 
 
 def word(key: str, **fill: Any) -> str:
@@ -606,13 +622,19 @@ class LivePanel:
         self._widget = W.VBox([title, W.HBox([text, run]), row, out])
         return self._widget
 
-    def to_html(self) -> str:
-        return panel_html(self.name, length=self.length, example=self.example)
+    def to_html(self, words: PageWords | None = None) -> str:
+        """The site's panel, its words in ``words``' language (the notebook's when
+        None)."""
+        words = words if words is not None else live.page_words()
+        return panel_html(
+            self.name, length=self.length, example=self.example, words=words
+        )
 
     def _repr_mimebundle_(self, include=None, exclude=None):
+        words = live.page_words()
         bundle = {
             "text/plain": f"Live panel: the {self.name} model on your own input",
-            "text/html": self.to_html(),
+            "text/html": self.to_html(words),
         }
         try:
             view = self.widget()._repr_mimebundle_()
@@ -621,4 +643,13 @@ class LivePanel:
         key = "application/vnd.jupyter.widget-view+json"
         if view and key in view:
             bundle[key] = view[key]
-        return bundle
+        if not image_words.editions():
+            return bundle
+        # while the book is built: the panel in each edition's words, as an Explorer
+        twins = {
+            lang: self.to_html(PageWords(image_words.edition_words(lang)[1]))
+            for lang in image_words.editions()
+        }
+        page = [w for w in words.seen if w]
+        meta = {"tl_editions": twins, "tl_words": [], "tl_page_words": page}
+        return bundle, {"text/html": meta}
