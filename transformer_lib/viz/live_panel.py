@@ -40,7 +40,7 @@ WORDS: dict[str, str] = {
     "equals sign, as in 347+85=, and press Enter.",
     "run": "Run",
     "answer": "The answer, token by token (greedy)",
-    "step": "step",
+    "step": "decoding step",
     "reads": "decoder reads",
     "writes": "writes",
     "probability": "probability",
