@@ -769,8 +769,13 @@ export function buildParams(kind, cfg, file) {
   for (const name of Object.keys(tensors)) {
     if (!(name in expected)) throw loadError("unexpected-tensor", name);
   }
+  return nestParams(found);
+}
+
+// {"blocks.0.attn.q_proj.weight": t, ...} -> {blocks: [{attn: {q_proj: {weight: t}}}]}
+export function nestParams(named) {
   const p = {};
-  for (const [name, t] of Object.entries(found)) {
+  for (const [name, t] of Object.entries(named)) {
     const parts = name.split(".");
     let node = p;
     parts.slice(0, -1).forEach((part, i) => {
@@ -902,6 +907,7 @@ export const formulas = {
   sinusoidal_positional_encoding, rope_angles, apply_rope, split_heads, merge_heads, repeat_kv,
   multi_head_attention, embedding, residual, encoder_layer, decoder_layer, gpt_block,
   transformer_forward, gpt_forward, parseSafetensors, checkConfig, expectedTensors,
+  nestParams, makeModel,
 };
 
 export const tlLive = {
