@@ -307,8 +307,7 @@ class Panel {
         if (this.name === "addition" && !additionTask.check(m)) throw Object.assign(new Error(), { code: "not-adder" });
         this.useModel(m, true, f.name);
       } catch (err) {
-        this.tl.models[this.name] = this.book;
-        this.model = this.book;
+        this.tl.models[this.name] = this.model; // the model that was running runs on
         const key = ["not-safetensors", "no-config", "bad-config", "missing-tensor", "unexpected-tensor", "bad-shape", "not-adder"].includes(err.code) ? "file_" + err.code : "file_other";
         this.ownNote.textContent = w(key, { detail: err.detail || err.message || "" });
         this.ownNote.className = "tl-live-msg tl-live-own";
