@@ -131,8 +131,10 @@ def test_own_input_gives_answer_maps_and_chain(browser, server, edition, name):
         weights = panel.root.locator(".tl-live-chain-table tr td:last-child")
         values = [float(t.replace("\u2212", "-")) for t in weights.all_inner_texts()]
         assert abs(values[-1] - 1) < 1e-3 and abs(sum(values[:-1]) - 1) < 5e-3
+        maps.first.scroll_into_view_if_needed()
         box = maps.first.bounding_box()
         panel.page.mouse.move(box["x"] + box["width"] - 3, box["y"] + box["height"] - 3)
+        panel.page.wait_for_selector(".tl-live-tip", state="visible")
         tip = panel.page.locator(".tl-live-tip")
         assert re.search(r": (\d\.\d{3}|\S+)$", tip.inner_text()), tip.inner_text()
         title = panel.root.locator("h4").first.inner_text()
@@ -154,7 +156,8 @@ def test_probabilities_and_chain_are_pytorchs(browser, server):
             shown = rows.nth(j + 1).locator("td").all_inner_texts()
             assert len(shown) == model.cfg.vocab_size
             for text, x in zip(shown, p.tolist(), strict=True):
-                assert abs(float(text) - x) < 1.5e-3, (j, shown, p)
+                value = float(text.replace("\u2212", "-"))
+                assert abs(value - x) < 1.5e-3, (j, shown, p)
         # the chain: the last layer, head 1, the "=" query (the page's first choice)
         _, per_layer, _, _ = run["kinds"]["self"]
         a, i = per_layer[-1], 2 * 3 + 1
