@@ -72,7 +72,7 @@ test: $(STAMP) lint book test-lib test-site
 
 # -n auto: pytest-xdist, one worker per core; one torch thread per worker
 test-lib: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q -n auto --ignore=tests/test_site.py --ignore=tests/test_live_widget.py --ignore=tests/test_live_js.py
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q -n auto --ignore=tests/test_site.py --ignore=tests/test_live_widget.py --ignore=tests/test_live_js.py --ignore=tests/test_live_pages.py
 
 ## every notebook and its exercise solutions, without building the site (make test does this as
 ## part of the book); one chapter: .venv/bin/python -m pytest --nbval-lax --solutions book/03_softmax.ipynb
@@ -82,7 +82,7 @@ test-notebooks: $(STAMP) fonts
 ## the browser tests: the built site with no kernel and no network, and the live widget in JupyterLab;
 ## three pytest-xdist workers, as a worker spends much of its time waiting on its browser
 test-site: $(STAMP)
-	$(PY) -m pytest -q -n 3 -p no:cacheprovider tests/test_site.py tests/test_live_widget.py tests/test_live_js.py
+	$(PY) -m pytest -q -n 3 -p no:cacheprovider tests/test_site.py tests/test_live_widget.py tests/test_live_js.py tests/test_live_pages.py
 
 ## make bench: every benchmarks/*.py (files starting with _ are helpers): speed and
 ## memory ratios, not part of make test. Runs them all, then fails if any missed its target.

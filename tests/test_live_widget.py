@@ -43,6 +43,12 @@ def lab(tmp_path_factory):
     nb.cells = [
         nbformat.v4.new_code_cell("from transformer_lib.viz import ch02_scale"),
         nbformat.v4.new_code_cell("ch02_scale.scale_explorer()"),
+        nbformat.v4.new_code_cell(
+            "from transformer_lib.demos import reversal\n"
+            "from transformer_lib.viz.live_panel import LivePanel\n"
+            "panel = LivePanel(reversal.random_model(), 'reversal', length=8)"
+        ),
+        nbformat.v4.new_code_cell("panel"),
     ]
     nbformat.write(nb, root / "live.ipynb")
     port = _free_port()
@@ -158,3 +164,59 @@ def _run_and_toggle(page, lab: str) -> tuple[str | None, str | None]:
             break
         time.sleep(0.25)
     return before, image.get_attribute("src")
+
+
+def test_live_panel_runs_the_pytorch_model_in_jupyterlab(lab):
+    """Chapters 11 and 14's live panel: in JupyterLab its form runs the PyTorch model
+    (the answer, the maps and the chain arrive as the widget's HTML), and an input the
+    model was not trained on gives the message, not a picture."""
+    from playwright.sync_api import sync_playwright
+
+    outside = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+
+        def route(r):
+            if urlsplit(r.request.url).hostname in ("127.0.0.1", "localhost"):
+                r.continue_()
+            else:
+                outside.append(r.request.url)
+                r.abort()
+
+        page.route("**/*", route)
+        try:
+            page.goto(f"{lab}/lab/tree/live.ipynb")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+            prompts = page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt")
+            out = page.locator(".widget-html-content", has_text="<bos>")
+            for _attempt in range(8):
+                page.wait_for_timeout(1000)
+                for idx in (2, 3):
+                    prompts.nth(idx).click()
+                    page.keyboard.press("Escape")
+                    page.keyboard.press("Control+Enter")
+                try:
+                    out.first.wait_for(timeout=15_000)
+                    break
+                except Exception:
+                    continue
+            else:
+                raise AssertionError("the live panel never showed its answer")
+            assert (
+                page.locator(".tl-live-panel").count() == 0
+            )  # the widget, not the site's
+            assert out.first.locator("figure").count() == 8  # 2 layers x 4 heads
+            box = page.locator(".widget-text input").last
+            box.fill("abc")
+            box.press("Enter")
+            page.locator(
+                ".widget-html-content", has_text="exactly 8 symbols"
+            ).first.wait_for(timeout=30_000)
+        except Exception:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "live-panel-jupyterlab.png"))
+            raise
+        finally:
+            browser.close()
+    assert not outside, f"JupyterLab asked other hosts for {outside}"

@@ -857,7 +857,16 @@ def _figure_words_on(page: str) -> list[str]:
         for m in FIGURE_WORDS.finditer(block):
             text = next(t for t in m.groups() if t is not None)
             out.append(json.loads(f'"{text}"') if m.group("e") is not None else text)
+    # the live panels of chapters 11 and 14 (transformer_lib/viz/live_panel.py)
+    for block in LIVE_PANEL.findall(page):
+        out.extend(LIVE_WORD.findall(block))
     return [w for w in out if w]
+
+
+LIVE_PANEL = re.compile(r'<div class="tl-live-panel".*?</script>', re.S)
+LIVE_WORD = re.compile(
+    r'<span class="tl-live-word" data-key="[^"]*">(.*?)</span>', re.S
+)
 
 
 @pytest.mark.parametrize("edition", [e for e in EDITIONS if e])

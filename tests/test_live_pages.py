@@ -1,0 +1,286 @@
+"""The live panels of chapters 11 and 14 on the built site, in Chromium, in every edition,
+with every request to another host blocked: the reader's input gives the model's answer,
+the attention maps of every layer and head (values on hover) and the formula chain, with
+the numbers PyTorch computes from the same .safetensors file; an input the model was not
+trained on gives the edition's message and no picture; a dropped model file runs, and a
+file that does not fit is refused with a message (``make test-site``; needs ``make book``).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import torch
+
+import transformer_lib as tl
+from transformer_lib.demos import addition, reversal
+from transformer_lib.viz.live_panel import WORDS, LivePanel
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = ROOT / "_build" / "html"
+EDITIONS = ["", "zh_CN/", "zh_TW/"]
+PAGES = {"reversal": "book/11_toy_model.html", "addition": "book/14_decoder_only.html"}
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (SITE / PAGES["reversal"]).is_file():
+        pytest.fail(f"No built site at {SITE}: run `make book` first.")
+    handler = functools.partial(_Quiet, directory=str(SITE))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path="/usr/bin/chromium", args=["--no-sandbox"]
+        )
+        yield b
+        b.close()
+
+
+class Panel:
+    """One chapter page opened with other hosts blocked, and its live panel."""
+
+    def __init__(self, browser, base: str, path: str, width: int = 1200):
+        self.page = browser.new_page(viewport={"width": width, "height": 900})
+        self.page.set_default_timeout(60_000)
+        self.blocked, self.errors = [], []
+        origin = urlsplit(base).netloc
+
+        def route(r):
+            if urlsplit(r.request.url).netloc == origin:
+                r.continue_()
+            else:
+                self.blocked.append(r.request.url)
+                r.abort()
+
+        self.page.route("**/*", route)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on(
+            "console", lambda m: m.type == "error" and self.errors.append(m.text)
+        )
+        self.page.goto(f"{base}/{path}", wait_until="load")
+        self.root = self.page.locator(".tl-live-panel")
+        self.wait()
+
+    def wait(self, state: str = "done|refused") -> str:
+        self.page.wait_for_function(
+            "s => new RegExp('^(' + s + ')$').test("
+            "document.querySelector('.tl-live-panel').getAttribute('data-state') || '')",
+            arg=state,
+        )
+        return self.root.get_attribute("data-state")
+
+    def type(self, text: str) -> str:
+        box = self.root.locator("input[type=text]")
+        box.fill(text)
+        box.press("Enter")
+        self.page.wait_for_timeout(50)
+        return self.wait()
+
+    def answer(self) -> list[str]:
+        return self.root.locator(".tl-live-answer .tl-live-tok.new").all_inner_texts()
+
+    def close(self):
+        assert not self.blocked, f"requests to other hosts: {self.blocked[:3]}"
+        assert not self.errors, f"console errors: {self.errors[:3]}"
+        self.page.close()
+
+
+def _exported(name: str) -> torch.nn.Module:
+    """The model the page runs, read back in PyTorch from the site's own file."""
+    return tl.load_exported(SITE / "_static" / "live" / f"{name}.safetensors")
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("name", list(PAGES))
+def test_own_input_gives_answer_maps_and_chain(browser, server, edition, name):
+    """The example input: the answer PyTorch gives, 8 maps (2 layers x 4 heads), the
+    chain's weights summing to 1, a value under the pointer, the edition's words."""
+    model = _exported(name)
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    panel = Panel(browser, server, edition + PAGES[name])
+    try:
+        example = panel.root.get_attribute("data-example")
+        expected = LivePanel(model, name, length=8 if name == "reversal" else None)
+        got = expected.run(example)
+        labels = [expected.vocab[i] for i in got["answer"]]
+        assert panel.answer() == labels, (panel.answer(), labels)
+        maps = panel.root.locator(".tl-live-map canvas")
+        assert maps.count() == L * H
+        weights = panel.root.locator(".tl-live-chain-table tr td:last-child")
+        values = [float(t.replace("\u2212", "-")) for t in weights.all_inner_texts()]
+        assert abs(values[-1] - 1) < 1e-3 and abs(sum(values[:-1]) - 1) < 5e-3
+        maps.first.scroll_into_view_if_needed()
+        box = maps.first.bounding_box()
+        panel.page.mouse.move(box["x"] + box["width"] - 3, box["y"] + box["height"] - 3)
+        panel.page.wait_for_selector(".tl-live-tip", state="visible")
+        tip = panel.page.locator(".tl-live-tip")
+        assert re.search(r": (\d\.\d{3}|\S+)$", tip.inner_text()), tip.inner_text()
+        title = panel.root.locator("h4").first.inner_text()
+        assert bool(CJK.search(title)) == bool(edition), title
+    finally:
+        panel.close()
+
+
+def test_probabilities_and_chain_are_pytorchs(browser, server):
+    """Chapter 14: each step's candidate probabilities and the formula chain's numbers
+    are those of the PyTorch model loaded from the same file (to the 3 decimals shown)."""
+    model = _exported("addition")
+    panel = Panel(browser, server, PAGES["addition"])
+    try:
+        assert panel.type("58+67=") == "done"
+        run = LivePanel(model, "addition").run("58+67=")
+        rows = panel.root.locator(".tl-live-probs tr")
+        for j, p in enumerate(run["steps"]):
+            shown = rows.nth(j + 1).locator("td").all_inner_texts()
+            assert len(shown) == model.cfg.vocab_size
+            for text, x in zip(shown, p.tolist(), strict=True):
+                value = float(text.replace("\u2212", "-"))
+                assert abs(value - x) < 1.5e-3, (j, shown, p)
+        # the chain: the last layer, head 1, the "=" query (the page's first choice)
+        _, per_layer, _, _ = run["kinds"]["self"]
+        a, i = per_layer[-1], 2 * 3 + 1
+        cells = panel.root.locator(".tl-live-chain-table tr")
+        for j in range(i + 1):
+            texts = cells.nth(j + 1).locator("td").all_inner_texts()
+            num = [
+                float(t.replace("\u2212", "-")) for t in (texts[0], texts[1], texts[3])
+            ]
+            want = [
+                float(a["scores"][0, i, j]),
+                float(a["scores"][0, i, j]) * a["scale"],
+                float(a["weights"][0, i, j]),
+            ]
+            assert all(abs(x - y) < 1.5e-3 for x, y in zip(num, want, strict=True))
+        answer = "".join(panel.answer())
+        assert answer == "".join(addition.token_labels(run["answer"]))
+    finally:
+        panel.close()
+
+
+BAD = {
+    "addition": [
+        ("347+85", "err_no_equals"),
+        ("3471+5=", "err_digits"),
+        ("34+5=7", "err_after_equals"),
+        ("3*4=", "err_char"),
+        ("34=", "err_no_plus"),
+    ],
+    "reversal": [("abc", "err_length_exact"), ("a b c d e f g k", "err_char")],
+}
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("name", list(PAGES))
+def test_input_it_was_not_trained_on_gets_a_message(browser, server, edition, name):
+    """No answer, no maps: the edition's message, which names what is wrong."""
+    panel = Panel(browser, server, edition + PAGES[name])
+    try:
+        for text, key in BAD[name]:
+            assert panel.type(text) == "refused", text
+            msg = panel.root.locator(".tl-live-msg").first.inner_text()
+            assert msg, text
+            if edition:
+                assert CJK.search(msg), msg
+            else:
+                start = WORDS[key].split("{")[0]
+                assert msg.startswith(start), (msg, key)
+            assert panel.root.locator(".tl-live-map").count() == 0
+            assert panel.answer() == []
+        assert panel.type(panel.root.get_attribute("data-example")) == "done"
+    finally:
+        panel.close()
+
+
+def test_temperature_samples(browser, server):
+    """Chapter 14's slider: ten answers sampled at the temperature shown."""
+    panel = Panel(browser, server, PAGES["addition"])
+    try:
+        slider = panel.root.locator("input.tl-live-temp")
+        slider.fill("0.1")
+        slider.dispatch_event("change")
+        panel.page.wait_for_function(
+            "() => /0\\.1/.test(document.querySelector('.tl-live-samples').textContent)"
+        )
+        text = panel.root.locator(".tl-live-samples").inner_text()
+        counts = [int(k) for k in re.findall(r"\u00d7(\d+)", text)]
+        assert sum(counts) == 10, text
+    finally:
+        panel.close()
+
+
+def test_own_model_runs_and_a_misfit_is_refused(browser, server, tmp_path):
+    """A GPT adder exported with tl.export_model runs on the page with the same views;
+    a file that is not safetensors, and an encoder-decoder on the GPT's page, are
+    refused with a message; nothing is sent anywhere (blocked hosts checked)."""
+    torch.manual_seed(0)
+    mine = tl.GPT(addition.addition_config(2)).eval()  # 2-digit operands, 9 positions
+    own = tl.export_model(
+        mine, tmp_path / "mine.safetensors", vocab=addition.token_labels(range(12))
+    )
+    wrong = tl.export_model(
+        reversal.random_model(),
+        tmp_path / "reversal.safetensors",
+        vocab=reversal.token_labels(range(12)),
+    )
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"not a model at all")
+    panel = Panel(browser, server, PAGES["addition"])
+    try:
+        chooser = panel.root.locator("input.tl-live-file")
+        note = panel.root.locator(".tl-live-own")
+        chooser.set_input_files(str(junk))
+        panel.page.wait_for_function(
+            "() => document.querySelector('.tl-live-own').textContent.length > 0"
+        )
+        assert note.inner_text().startswith(WORDS["file_not-safetensors"][:20])
+        chooser.set_input_files(str(wrong))
+        panel.page.wait_for_function(
+            "() => /configuration/.test(document.querySelector('.tl-live-own').textContent)"
+        )
+        chooser.set_input_files(str(own))
+        panel.page.wait_for_function(
+            "() => /mine\\.safetensors/.test(document.querySelector('.tl-live-own').textContent)"
+        )
+        assert panel.type("347+85=") == "refused"  # 3 digits: too many for this model
+        assert panel.type("47+85=") == "done"
+        run = LivePanel(mine, "addition").run("47+85=")
+        assert panel.answer() == addition.token_labels(run["answer"])
+        assert panel.root.locator(".tl-live-map canvas").count() == 8
+    finally:
+        panel.close()
+
+
+def test_narrow_screen(browser, server):
+    """On a phone-sized screen the panel fits: nothing wider than the viewport."""
+    panel = Panel(browser, server, PAGES["reversal"], width=390)
+    try:
+        width = panel.page.evaluate(
+            "() => Math.max(...Array.from(document.querySelectorAll("
+            "'.tl-live-panel, .tl-live-panel canvas, .tl-live-panel input'),"
+            " e => e.getBoundingClientRect().right))"
+        )
+        assert width <= 390, width
+    finally:
+        panel.close()
