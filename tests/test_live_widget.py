@@ -207,7 +207,7 @@ def test_live_panel_runs_the_pytorch_model_in_jupyterlab(lab):
                 page.locator(".tl-live-panel").count() == 0
             )  # the widget, not the site's
             assert out.first.locator("figure").count() == 8  # 2 layers x 4 heads
-            box = page.locator(".widget-text input").last
+            box = page.locator(".widget-text input[type='text']").first
             box.fill("abc")
             box.press("Enter")
             page.locator(
