@@ -1,5 +1,66 @@
+import contextlib
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 import torch
+
+# the browser tests' Chromium (Debian's: playwright cannot download its own here)
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-gpu",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    # Chromium opens several connections at once: a backlog larger than the default
+    # 5, so that a busy machine drops none (a dropped one is retried after 1, 2, 4 s)
+    request_queue_size = 128
+    daemon_threads = True
+
+
+@contextlib.contextmanager
+def serve(directory: Path, handler: type = QuietHandler) -> Iterator[str]:
+    """Serve ``directory`` on 127.0.0.1 (a free port) while the block runs; its URL."""
+    httpd = _Server(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(directory))
+    )
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium for a module's browser tests."""
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is in requirements.txt"
+    )
+    if not Path(CHROMIUM).exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's chromium"
+            " (apt-get install chromium fonts-noto-cjk)"
+        )
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
 
 
 @pytest.fixture(autouse=True)

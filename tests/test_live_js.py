@@ -17,11 +17,8 @@ another build. The largest difference seen is written to ``_build/live-js-report
 from __future__ import annotations
 
 import base64
-import functools
-import http.server
 import json
 import os
-import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -29,6 +26,7 @@ import pytest
 import safetensors.torch
 import torch
 import torch.nn.functional as F
+from conftest import serve
 
 import transformer_lib as tl
 
@@ -40,34 +38,14 @@ WEIGHTS = "../_static/live/{}.safetensors"  # relative to the page
 EDITIONS = ["", "zh_CN/", "zh_TW/"]
 MODELS = {"reversal": "transformer", "addition": "gpt"}
 TOLERANCE = 1e-4  # logits, JavaScript against PyTorch, both float32
-CHROMIUM = "/usr/bin/chromium"
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture(scope="module")
 def server():
     if not (SITE / PAGE).is_file():
         pytest.fail(f"no built site at {SITE}: run `make book` first")
-    handler = functools.partial(_Quiet, directory=str(SITE))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
+    with serve(SITE) as url:
+        yield url
 
 
 def _open(browser, server, path: str):

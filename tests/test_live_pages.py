@@ -8,15 +8,13 @@ file that does not fit is refused with a message (``make test-site``; needs ``ma
 
 from __future__ import annotations
 
-import functools
-import http.server
 import re
-import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 import torch
+from conftest import serve
 
 import transformer_lib as tl
 from transformer_lib.demos import addition, reversal
@@ -29,33 +27,12 @@ PAGES = {"reversal": "book/11_toy_model.html", "addition": "book/14_decoder_only
 CJK = re.compile(r"[\u3400-\u9fff]")
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def server():
     if not (SITE / PAGES["reversal"]).is_file():
         pytest.fail(f"No built site at {SITE}: run `make book` first.")
-    handler = functools.partial(_Quiet, directory=str(SITE))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path="/usr/bin/chromium", args=["--no-sandbox"]
-        )
-        yield b
-        b.close()
+    with serve(SITE) as url:
+        yield url
 
 
 class Panel:

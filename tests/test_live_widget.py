@@ -20,7 +20,8 @@ from urllib.request import urlopen
 
 import nbformat
 import pytest
-from test_site import CHROMIUM, CHROMIUM_ARGS, SHOTS
+from conftest import CHROMIUM, CHROMIUM_ARGS
+from test_site import SHOTS
 
 playwright = pytest.importorskip("playwright.sync_api")
 

@@ -20,12 +20,9 @@ ends (tests/conftest.py; the pages may be visited by several pytest-xdist worker
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
 import re
-import threading
 import time
 from html import unescape as html_unescape
 from pathlib import Path
@@ -33,6 +30,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from conftest import QuietHandler, serve
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = Path(
@@ -42,15 +40,6 @@ SITE = Path(os.environ.get("TL_SITE_DIR", BOOK / "_build" / "html"))
 SHOTS = ROOT / "_build" / "screenshots"
 REPORT = ROOT / "_build" / "site-report.md"
 ROWS = ROOT / "_build" / "site-report-rows"  # one JSON file per visited page or search
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-gpu",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PAGE_BUDGET = (
     2 * 1024 * 1024
 )  # a page's own content (not the shared theme and MathJax under _static/)
@@ -103,7 +92,7 @@ def _notebook_sources() -> list[Path]:
 # ---------------------------------------------------------------------------------------------
 # Static server and browser
 # ---------------------------------------------------------------------------------------------
-class _CountingHandler(http.server.SimpleHTTPRequestHandler):
+class _CountingHandler(QuietHandler):
     """Serves the built site and records (path, bytes) of every response body it sends."""
 
     served: list[tuple[str, int]] = []
@@ -112,15 +101,6 @@ class _CountingHandler(http.server.SimpleHTTPRequestHandler):
         data = source.read()
         outputfile.write(data)
         self.served.append((urlsplit(self.path).path, len(data)))
-
-    def log_message(self, *args):  # keep pytest's output clean
-        pass
-
-
-class _Server(http.server.ThreadingHTTPServer):
-    # Chromium opens several connections at once: a backlog larger than the default 5,
-    # so that a busy machine does not drop any (a dropped one is retried after 1, 2, 4 s)
-    request_queue_size = 128
 
 
 @pytest.fixture(scope="module")
@@ -136,29 +116,8 @@ def site() -> Path:
 
 @pytest.fixture(scope="module")
 def server(site):
-    handler = functools.partial(_CountingHandler, directory=str(site))
-    httpd = _Server(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is in requirements.txt"
-    )
-    if not Path(CHROMIUM).exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium fonts-noto-cjk)"
-        )
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+    with serve(site, _CountingHandler) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
