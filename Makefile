@@ -6,15 +6,30 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup fonts book catalogs serve lab lint test test-lib test-notebooks test-site bench clean
+.PHONY: setup lock test-fast fonts corpora language-models book catalogs serve lab lint test test-lib test-notebooks test-site bench clean
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+# every package at the exact version and hash of requirements.lock (no .pyc for the packages'
+# every file), then the book's own two packages, editable
+$(STAMP): requirements.lock pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --no-compile -r requirements.txt  # no .pyc for the packages' every file
+	$(PY) -m pip install -q --no-compile --no-deps --require-hashes -r requirements.lock
+	$(PY) -m pip install -q --no-compile --no-deps -e .
 	@touch $(STAMP)
+
+## make lock: after editing requirements.txt (the human-readable list, with each pin's
+## reason), compile requirements.lock from it with uv: every package the book, the tests and
+## their workarounds load, pinned exactly with its hashes. FIND_LINKS is where the build
+## machines keep the CPU wheel of torch (pip.conf's find-links); the lock names it.
+FIND_LINKS ?= /opt/wheels
+lock:
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q $$(grep '^uv==' requirements.txt)
+	$(VENV)/bin/uv pip compile requirements.txt --quiet --python $(PY) --generate-hashes \
+		--find-links $(FIND_LINKS) --emit-find-links --no-emit-package transformer-lib \
+		--custom-compile-command "make lock" -o requirements.lock
 
 ## make book: execute every chapter with nbval, side by side (pytest-xdist, a chapter per
 ## worker), into the jupyter-cache (booktools/execute.py, a pytest plugin), then build from
@@ -25,7 +40,7 @@ $(STAMP): requirements.txt pyproject.toml
 # one torch thread per kernel, one kernel per core
 NBVAL := OMP_NUM_THREADS=1 PYDEVD_DISABLE_FILE_VALIDATION=1 $(PY) -m pytest --nbval-lax \
 	-n auto --dist loadfile -q -p no:cacheprovider
-book: $(STAMP) fonts
+book: $(STAMP) fonts corpora
 	rm -rf _build/html _build/jupyter_execute _build/.jupyter_cache _build/.doctrees
 	$(NBVAL) $(if $(SOLUTIONS),--solutions) book/
 	$(PY) -m booktools.editions build en zh_CN zh_TW
@@ -43,8 +58,27 @@ fonts:
 			echo "the Chinese editions' figures need a CJK font: install fonts-noto-cjk"; exit 1; \
 		fi; }
 
-## make catalogs: after changing English text, refresh locales/zh_CN (changed entries turn fuzzy
-## and tests/test_translations.py fails until they are translated again)
+# the language models' text (transformer_lib/demos/corpora.py): Debian's fortunes-zh (Tang
+# poems, Song ci, classical prose) and fortunes (English), read from /usr/share/games/fortunes;
+# installed like the font, never downloaded at run time nor committed
+CORPORA := /usr/share/games/fortunes/tang300.u8 /usr/share/games/fortunes/literature
+corpora:
+	@ls $(CORPORA) >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing fortunes-zh and fortunes (the language models' corpora)"; \
+			apt-get update -qq && apt-get install -y -qq fortunes-zh fortunes >/dev/null; \
+		else \
+			echo "the language models need Debian's fortunes-zh and fortunes: install them"; exit 1; \
+		fi; }
+
+## make language-models: train the two language models (deterministic, about 15 minutes
+## each on one core, side by side) and write them with their logs to book/_static/live/
+language-models: $(STAMP) corpora
+	OMP_NUM_THREADS=1 $(PY) scripts/train_language_models.py
+
+## make catalogs: after changing English text, refresh locales/zh_CN (changed entries turn fuzzy)
+## and seed the new or changed entries of locales/zh_TW from it, fuzzy; tests/test_translations.py
+## fails until both are translated and reviewed again
 catalogs: $(STAMP)
 	$(PY) -m booktools.editions catalogs
 
@@ -70,19 +104,31 @@ lint: $(STAMP)
 test: SOLUTIONS = 1
 test: $(STAMP) lint book test-lib test-site
 
+# the tests that need the built site (make book) or a browser: make test-site
+SITE_TESTS := tests/test_site.py tests/test_site_files.py tests/test_live_widget.py \
+	tests/test_live_js.py tests/test_live_pages.py
+
 # -n auto: pytest-xdist, one worker per core; one torch thread per worker
-test-lib: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q -n auto --ignore=tests/test_site.py --ignore=tests/test_live_widget.py --ignore=tests/test_live_js.py --ignore=tests/test_live_pages.py
+test-lib: $(STAMP) corpora
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q -n auto $(addprefix --ignore=,$(SITE_TESTS))
+
+## make test-fast: the edit-test loop, about 2 minutes here: lint, then the library's tests,
+## the checkers' and the build machinery's own tests, without executing the book, building
+## the site, or starting a browser, a notebook kernel or processes (the tests marked slow)
+test-fast: $(STAMP) corpora lint
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q -n auto -p no:cacheprovider -m "not slow" \
+		$(addprefix --ignore=,$(SITE_TESTS))
 
 ## every notebook and its exercise solutions, without building the site (make test does this as
 ## part of the book); one chapter: .venv/bin/python -m pytest --nbval-lax --solutions book/03_softmax.ipynb
-test-notebooks: $(STAMP) fonts
+test-notebooks: $(STAMP) fonts corpora
 	$(NBVAL) --solutions book/
 
-## the browser tests: the built site with no kernel and no network, and the live widget in JupyterLab;
+## the site tests: the built site's files, the site in Chromium with no kernel and no network,
+## and the live widget in JupyterLab;
 ## three pytest-xdist workers, as a worker spends much of its time waiting on its browser
 test-site: $(STAMP)
-	$(PY) -m pytest -q -n 3 -p no:cacheprovider tests/test_site.py tests/test_live_widget.py tests/test_live_js.py tests/test_live_pages.py
+	$(PY) -m pytest -q -n 3 -p no:cacheprovider $(SITE_TESTS)
 
 ## make bench: every benchmarks/*.py (files starting with _ are helpers): speed and
 ## memory ratios, not part of make test. Runs them all, then fails if any missed its target.

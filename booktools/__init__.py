@@ -6,7 +6,7 @@ One concern per module, lowest layer first (the import-linter contract in
 
 * ``paths``: where things are, and ``_config.yml``, read once;
 * ``catalogs``: reading and writing the gettext catalogs, the editions' languages,
-  and the Traditional (Taiwan) edition derived from the Simplified one;
+  and the seeding of the Traditional (Taiwan) catalogs from the Simplified ones;
 * ``figures``: the words of the figures in each edition (the interactive figures'
   HTML, and the pictures drawn in each language while the notebooks execute);
   ``solutions``: a chapter's exercises and their solutions; ``po_check``: the

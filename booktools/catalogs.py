@@ -1,15 +1,17 @@
 """The editions' languages and their gettext catalogs.
 
 * zh_CN is translated by hand, in ``locales/zh_CN/LC_MESSAGES/**/*.po``.
-* zh_TW is derived from zh_CN at build time by ``booktools.taiwan`` (OpenCC word by
-  word, the Taiwan term table, rows and columns in Taiwan's sense). Its catalogs go to
-  ``_build/locales``.
+* zh_TW is a catalog of its own, in ``locales/zh_TW/LC_MESSAGES/**/*.po``, reviewed
+  as Taiwan writes. The converter only seeds it: :func:`seed_zh_tw` fills an entry
+  that is new or changed in zh_CN with ``booktools.taiwan``'s conversion (OpenCC word
+  by word, the Taiwan term table, rows and columns in Taiwan's sense) and marks it
+  fuzzy; a reviewer accepts it by removing the flag. The build uses the zh_TW catalogs
+  as they are, and a fuzzy or empty entry fails ``make test``.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
@@ -17,18 +19,19 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
 from . import taiwan
-from .paths import DERIVED_LOCALES, LOCALES
+from .paths import LOCALES, ROOT
 
 # (language code, label in its own language); the first is the source edition
 EDITIONS = [("en", "English"), ("zh_CN", "简体中文"), ("zh_TW", "繁體中文")]
-SOURCE_LANGUAGE = "zh_CN"  # the hand-written catalogs; zh_TW is derived from them
+SOURCE_LANGUAGE = "zh_CN"  # the catalogs `make catalogs` extracts into; zh_TW's seed
+TRANSLATED = ("zh_CN", "zh_TW")  # the editions with catalogs of their own
 IMAGE_CATALOG = "images"  # the words drawn inside the figures
 FIGURE_CATALOG = "figures"  # the words of the interactive figures' HTML blocks
 
 
 def locale_dir(language: str) -> Path:
     """The directory whose ``<language>/LC_MESSAGES`` holds an edition's catalogs."""
-    return LOCALES if language == SOURCE_LANGUAGE else DERIVED_LOCALES
+    return LOCALES
 
 
 def catalog_path(language: str, name: str) -> Path:
@@ -77,20 +80,24 @@ def write_catalog(
     return path
 
 
+def _tables(name: str) -> dict[str, dict[str, str]]:
+    tables = {}
+    for language in TRANSLATED:
+        path = catalog_path(language, name)
+        tables[language] = read_translations(path) if path.exists() else {}
+    return tables
+
+
 def image_tables() -> dict[str, dict[str, str]]:
     """{language: {key: translation}} of the words inside the figures, for every
-    edition (zh_TW derived from zh_CN as everywhere else)."""
-    path = catalog_path(SOURCE_LANGUAGE, IMAGE_CATALOG)
-    zh_cn = read_translations(path) if path.exists() else {}
-    return {"zh_CN": zh_cn, "zh_TW": {k: to_taiwan(v, k) for k, v in zh_cn.items()}}
+    edition, each from its own catalog."""
+    return _tables(IMAGE_CATALOG)
 
 
 def figure_tables() -> dict[str, dict[str, str]]:
     """{language: {word: translation}} of the words of the interactive figures' HTML
     (titles, control labels, options, hover names), for every edition."""
-    path = catalog_path(SOURCE_LANGUAGE, FIGURE_CATALOG)
-    zh_cn = read_translations(path) if path.exists() else {}
-    return {"zh_CN": zh_cn, "zh_TW": {k: to_taiwan(v) for k, v in zh_cn.items()}}
+    return _tables(FIGURE_CATALOG)
 
 
 # --------------------------------------------------------------------- Traditional
@@ -121,37 +128,176 @@ def to_taiwan(text: str, english: str | None = None) -> str:
     return "".join(pieces)
 
 
-def _to_taiwan_catalog(src: Path, dst: Path) -> Catalog:
-    """Read a zh_CN catalog, convert every translation, write it as zh_TW."""
-    with src.open("rb") as f:
-        catalog = read_po(f, locale="zh_CN")
-    catalog.locale = "zh_TW"
-    for message in catalog:
-        if message.id and message.string:
-            message.string = to_taiwan(message.string, str(message.id))
+def _read(path: Path, locale: str) -> Catalog:
+    with path.open("rb") as f:
+        return read_po(f, locale=locale)
+
+
+# The themes' words, kept by hand: pydata-sphinx-theme ships one Chinese catalog, "zh",
+# in Simplified, which gettext gives a zh_TW page for every word the edition's own
+# sphinx.po lacks (跳转至主要内容, 回到顶部, 上一页); zh_CN takes those as they are, so
+# zh_TW's catalog has entries of its own there, kept after zh_CN's.
+THEME_CATALOGS = ("sphinx", "booktheme")
+
+
+def seed_catalog(src: Path, dst: Path, accept: bool = False) -> tuple[int, int]:
+    """Bring the zh_TW catalog ``dst`` in step with the zh_CN catalog ``src``: the same
+    entries in the same order (in a theme catalog, zh_TW's own entries after them); an
+    entry that is new, empty or fuzzy in zh_TW while zh_CN has a text for it gets the
+    conversion of that text, marked fuzzy (not with ``accept``, unless zh_CN's is
+    fuzzy itself: an English sentence changed, and sphinx-intl kept the old text); a
+    reviewed entry is kept as it is. Returns (entries, seeded)."""
+    source = _read(src, "zh_CN")
+    old = {}
+    if dst.exists():
+        old = {str(m.id): m for m in _read(dst, "zh_TW") if m.id}
+    catalog = Catalog(locale="zh_TW", project=source.project)
+    catalog.header_comment = source.header_comment
+    n = seeded = 0
+    for message in source:
+        if not message.id:
+            continue
+        n += 1
+        before = old.get(str(message.id))
+        string, flags = "", set()
+        if before is not None and before.string and not before.fuzzy:
+            string, flags = before.string, set(before.flags)
+        elif message.string:  # zh_CN's own, or its old text of a changed sentence
+            # a figure's words are short labels whose English decides nothing
+            english = None if src.stem == FIGURE_CATALOG else str(message.id)
+            string = to_taiwan(message.string, english)
+            flags = set() if accept and not message.fuzzy else {"fuzzy"}
+            seeded += 1
+        elif before is not None:  # zh_CN itself waits for a translator
+            string, flags = before.string, set(before.flags)
+        flags.update(f for f in message.flags if f != "fuzzy")
+        # zh_CN's comments ("data": kept as it is, on purpose) and the reviewer's own
+        mine = before.user_comments if before is not None else []
+        comments = list(dict.fromkeys([*message.user_comments, *mine]))
+        catalog.add(
+            message.id,
+            string,
+            locations=message.locations,
+            user_comments=comments,
+            flags=flags,
+        )
+    if src.stem in THEME_CATALOGS:
+        for message in old.values():
+            if message.id not in catalog:
+                catalog[message.id] = message
     dst.parent.mkdir(parents=True, exist_ok=True)
     with dst.open("wb") as f:
         write_po(f, catalog, width=88)
-    return catalog
+    return n, seeded
 
 
-def derive_zh_tw() -> int:
-    """Write _build/locales/zh_TW from locales/zh_CN; returns the number of entries."""
+def exercise_catalog(language: str) -> Path:
+    """The edition's catalog of sphinx-exercise's own words ("Exercise", "Solution
+    to"): sphinx-exercise ships zh_CN only, so zh_TW keeps its own."""
+    return LOCALES / language / "LC_MESSAGES" / "exercise.po"
+
+
+def sphinx_exercise_zh_cn() -> Path:
     import sphinx_exercise
 
-    src = LOCALES / "zh_CN" / "LC_MESSAGES"
-    dst = DERIVED_LOCALES / "zh_TW" / "LC_MESSAGES"
-    shutil.rmtree(dst, ignore_errors=True)
-    n = 0
-    for po in sorted(src.rglob("*.po")):
-        catalog = _to_taiwan_catalog(po, dst / po.relative_to(src))
-        n += sum(1 for m in catalog if m.id and m.string)
-    # sphinx-exercise's own words ("Exercise", "Solution to"), which it ships for
-    # zh_CN only; booktools/sphinx_ext.py registers the result
-    exercise = Path(sphinx_exercise.__file__).parent / "translations/locales/zh_CN"
-    catalog = _to_taiwan_catalog(
-        exercise / "LC_MESSAGES/exercise.po", dst / "exercise.po"
+    root = Path(sphinx_exercise.__file__).parent
+    return root / "translations/locales/zh_CN/LC_MESSAGES/exercise.po"
+
+
+def seed_zh_tw(accept: bool = False, locales: Path = LOCALES) -> tuple[int, int]:
+    """Bring every zh_TW catalog under ``locales`` in step with its zh_CN twin (see
+    :func:`seed_catalog`); returns (entries, seeded). ``accept``: the entries seeded
+    from a reviewed zh_CN text are not marked fuzzy (the first seed, reviewed
+    afterwards)."""
+    src = locales / "zh_CN" / "LC_MESSAGES"
+    dst = locales / "zh_TW" / "LC_MESSAGES"
+    pairs = [(po, dst / po.relative_to(src)) for po in sorted(src.rglob("*.po"))]
+    pairs.append((sphinx_exercise_zh_cn(), dst / "exercise.po"))
+    wanted = {d for _, d in pairs}
+    for stale in dst.rglob("*.po"):
+        if stale not in wanted:
+            stale.unlink()
+    n = seeded = 0
+    for src_po, dst_po in pairs:
+        a, b = seed_catalog(src_po, dst_po, accept)
+        n, seeded = n + a, seeded + b
+    return n, seeded
+
+
+def compile_exercise_catalog(language: str) -> None:
+    """exercise.po -> exercise.mo, which booktools/sphinx_ext.py registers."""
+    po = exercise_catalog(language)
+    if po.exists():
+        with po.with_suffix(".mo").open("wb") as f:
+            write_mo(f, _read(po, language))
+
+
+# ------------------------------------------------------------ the checkers' messages
+# transformer_lib's own gettext domain (transformer_lib/exercises/language.py): the
+# messages marked _() or N_() in transformer_lib/exercises, zh_CN translated by hand,
+# zh_TW seeded from it as the book's catalogs are; each .mo is committed beside its .po
+# (a git or editable install of the library runs no build step that could compile it).
+CHECKER_DOMAIN = "transformer_lib"
+CHECKER_SOURCES = ROOT / "transformer_lib" / "exercises"
+CHECKER_LOCALES = ROOT / "transformer_lib" / "locale"
+CHECKER_HEADER = """\
+# The messages of transformer_lib's exercise checkers (transformer_lib/exercises).
+# `make catalogs` refreshes this file from the code and compiles the .mo beside it;
+# {name}, {inputs}, {got:.4g}, ... are filled in when a message is said: a
+# translation keeps every one of them, and the code, shapes and formulas as they are.
+#"""
+
+
+def checker_catalog(language: str) -> Path:
+    return CHECKER_LOCALES / language / "LC_MESSAGES" / f"{CHECKER_DOMAIN}.po"
+
+
+def checker_messages() -> Catalog:
+    """The English messages of the checkers, as Babel extracts them (the template)."""
+    from babel.messages.extract import extract_from_dir
+
+    template = Catalog(project="transformer_lib", locale=None)
+    found = extract_from_dir(
+        str(CHECKER_SOURCES),
+        method_map=[("**.py", "python")],
+        keywords={"_": None, "N_": None},
+        comment_tags=("TRANSLATORS:",),
+        strip_comment_tags=True,
     )
-    with (dst / "exercise.mo").open("wb") as f:
-        write_mo(f, catalog)
-    return n
+    for filename, lineno, message, comments, _context in found:
+        path = f"transformer_lib/exercises/{filename}"
+        template.add(message, None, [(path, lineno)], auto_comments=comments)
+    return template
+
+
+def compiled(po: Path, language: str) -> bytes:
+    """The .mo of a catalog, as gettext reads it (fuzzy entries left out)."""
+    import io
+
+    buffer = io.BytesIO()
+    write_mo(buffer, _read(po, language))
+    return buffer.getvalue()
+
+
+def update_checker_catalogs() -> tuple[int, int]:
+    """Refresh the checkers' catalogs from the code: zh_CN's new messages empty and
+    changed ones fuzzy (Babel's update), zh_TW seeded from zh_CN; both compiled.
+    Returns (messages, zh_TW entries seeded)."""
+    template = checker_messages()
+    src, dst = checker_catalog("zh_CN"), checker_catalog("zh_TW")
+    catalog = _read(src, "zh_CN") if src.exists() else Catalog(locale="zh_CN")
+    catalog.project = "transformer_lib"
+    catalog.update(template)
+    catalog.header_comment = CHECKER_HEADER
+    catalog.fuzzy = False  # the header: gettext reads the charset from it
+    src.parent.mkdir(parents=True, exist_ok=True)
+    with src.open("wb") as f:
+        write_po(f, catalog, width=88, omit_header=False, ignore_obsolete=True)
+    _, seeded = seed_catalog(src, dst, accept=False)
+    seeded_catalog = _read(dst, "zh_TW")
+    seeded_catalog.fuzzy = False
+    with dst.open("wb") as f:
+        write_po(f, seeded_catalog, width=88)
+    for po, language in ((src, "zh_CN"), (dst, "zh_TW")):
+        po.with_suffix(".mo").write_bytes(compiled(po, language))
+    return len(template), seeded

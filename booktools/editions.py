@@ -9,16 +9,18 @@ English site into ``_build/html`` and each edition into ``_build/html/<language>
 side by side, from the same notebooks with that cache, so the code runs once and every
 edition shows the same outputs.
 
-zh_CN is translated by hand, in ``locales/zh_CN/LC_MESSAGES/**/*.po``; zh_TW is derived
-from it at build time (:mod:`booktools.catalogs`).
+Each Chinese edition has its own catalogs, ``locales/<language>/LC_MESSAGES/**/*.po``;
+``catalogs`` seeds a new or changed zh_TW entry from zh_CN, marked fuzzy until it is
+reviewed (:mod:`booktools.catalogs`).
 
 The words drawn inside the figures (titles, axis labels, legends, notes) are translated
-in ``locales/zh_CN/LC_MESSAGES/images.po``. While the notebooks execute, every figure is
-drawn once more per edition, into its output's metadata (:mod:`booktools.figures`); an
-edition's copy of the cache shows those pictures in place of the English ones.
+in each edition's ``images.po``. While the notebooks execute, every figure is
+drawn once more per edition, into the same output under the edition's own MIME type;
+an edition's config shows that type (:mod:`booktools.figures`).
 
 Each edition's download button gives its own notebook: the English notebook with every
-Markdown cell translated from the catalog (:mod:`booktools.notebooks`).
+Markdown cell translated from the catalog, written by the Sphinx extension
+:mod:`booktools.notebooks` when the edition's build finishes.
 """
 
 from __future__ import annotations
@@ -34,10 +36,19 @@ from pathlib import Path
 
 import yaml
 
-from .catalogs import derive_zh_tw, locale_dir, to_taiwan
-from .figures import update_figure_catalog, update_image_catalog, use_edition_pictures
-from .notebooks import translate_site_notebooks
-from .paths import BUILD, CACHE, CONFIG, EDITIONS_DIR, LOCALES, ROOT
+from .catalogs import (
+    compile_exercise_catalog,
+    locale_dir,
+    seed_zh_tw,
+    to_taiwan,
+    update_checker_catalogs,
+)
+from .figures import (
+    mime_priority_overrides,
+    update_figure_catalog,
+    update_image_catalog,
+)
+from .paths import BUILD, CONFIG, EDITIONS_DIR, LOCALES, ROOT
 
 JB = Path(sys.executable).parent / "jupyter-book"
 
@@ -51,6 +62,10 @@ CODE_PROMPTS = {
     "zh_TW": ("顯示程式碼", "隱藏程式碼"),
 }
 SEARCH_PLACEHOLDER = {"zh_CN": "搜索本书……", "zh_TW": "搜尋本書……"}
+# sphinx-togglebutton's hint on a folded solution or dropdown: the package translates
+# its default when it is imported, before Sphinx knows the language, so every edition
+# said "Click to show"; its own config values take the edition's words
+TOGGLE_HINTS = {"zh_CN": ("点击显示", "点击隐藏"), "zh_TW": ("點選顯示", "點選隱藏")}
 
 
 def run(cmd: list[str], **kw) -> None:
@@ -58,7 +73,7 @@ def run(cmd: list[str], **kw) -> None:
     subprocess.run([str(c) for c in cmd], check=True, cwd=ROOT, **kw)
 
 
-def edition_config(language: str | None, mode: str, cache: Path | None = None) -> Path:
+def edition_config(language: str | None, mode: str) -> Path:
     """A copy of _config.yml for one edition, with absolute paths (jupyter-book reads
     relative ones from the config file's directory)."""
     config = copy.deepcopy(CONFIG)
@@ -70,7 +85,7 @@ def edition_config(language: str | None, mode: str, cache: Path | None = None) -
     cfg = sphinx.setdefault("config", {})
     cfg["html_static_path"] = [str(ROOT / p) for p in cfg.get("html_static_path", [])]
     cfg["templates_path"] = [str(ROOT / p) for p in cfg.get("templates_path", [])]
-    config["execute"]["cache"] = str(cache or ROOT / config["execute"]["cache"])
+    config["execute"]["cache"] = str(ROOT / config["execute"]["cache"])
     if mode == "gettext":
         # the executed notebooks of the last `make book`: a {glue:figure}'s caption is
         # only parsed when its glued picture is found, so with no outputs the captions
@@ -86,11 +101,28 @@ def edition_config(language: str | None, mode: str, cache: Path | None = None) -
             gettext_compact=False,
             nb_code_prompt_show=CODE_PROMPTS[language][0],
             nb_code_prompt_hide=CODE_PROMPTS[language][1],
+            togglebutton_hint=TOGGLE_HINTS[language][0],
+            togglebutton_hint_hide=TOGGLE_HINTS[language][1],
             html_search_options={"dict": str(search_dictionary(language))},
         )
         cfg.setdefault("html_theme_options", {})["search_bar_text"] = (
             SEARCH_PLACEHOLDER[language]
         )
+        if language == "zh_TW":
+            # a citation's tooltip is an attribute, which cannot be marked
+            # lang="zh-Hans", and the first source article's title in it is
+            # Simplified (its bibliography entry, where it is marked, is a click away)
+            cfg["bibtex_tooltips"] = False
+        # the figures drawn in the edition's language (booktools.figures)
+        cfg["nb_mime_priority_overrides"] = [
+            *cfg.get("nb_mime_priority_overrides", []),
+            *mime_priority_overrides(language),
+        ]
+        # the notebooks behind the download buttons, in the edition's language
+        sphinx["extra_extensions"] = [
+            *sphinx.get("extra_extensions", []),
+            "booktools.notebooks",
+        ]
     out = EDITIONS_DIR / (language or "gettext")
     out.mkdir(parents=True, exist_ok=True)
     path = out / "_config.yml"
@@ -121,7 +153,7 @@ def extract(out: Path = EDITIONS_DIR / "gettext") -> Path:
 def update_catalogs() -> None:
     """Refresh locales/zh_CN from the English pages: new entries appear empty, changed
     ones become fuzzy, removed ones obsolete (``python -m booktools.po_check`` then
-    fails)."""
+    fails); then bring locales/zh_TW in step, its new entries seeded from zh_CN."""
     pot = extract()
     run(
         [Path(sys.executable).parent / "sphinx-intl", "update", "-p", pot, "-l",
@@ -129,6 +161,10 @@ def update_catalogs() -> None:
     )  # fmt: skip
     update_figure_catalog()
     update_image_catalog()
+    entries, seeded = seed_zh_tw()
+    print(f"zh_TW: {entries} entries, {seeded} seeded from zh_CN (fuzzy: review them)")
+    messages, seeded = update_checker_catalogs()
+    print(f"the checkers' messages: {messages}, zh_TW {seeded} seeded (fuzzy: review)")
 
 
 # ------------------------------------------------------------------------- search
@@ -165,16 +201,14 @@ def search_dictionary(language: str) -> Path:
 def build(languages: list[str]) -> dict[str, float]:
     """Build the editions side by side, one process each, and return their times.
 
-    ``en`` is the English site, built from the jupyter-cache itself into
-    ``_build/html``; each Chinese edition reads its own copy of that cache (a SQLite
-    database that records every read), made before any build starts, with the
-    edition's pictures in place of the English ones. No notebook is executed again. A
+    ``en`` is the English site, built into ``_build/html``; every edition reads the
+    same jupyter-cache, and shows its own pictures by its config (:mod:`.figures`).
+    No notebook is executed again. A
     build's log goes to _build/editions/<language>/build.log and is printed when the
     build fails.
     """
     if "zh_TW" in languages:
-        derive_zh_tw()
-    shared_cache = CACHE
+        compile_exercise_catalog("zh_TW")
     commands = {}
     for language in languages:
         out = EDITIONS_DIR / language
@@ -184,12 +218,7 @@ def build(languages: list[str]) -> dict[str, float]:
                                   "--path-output", "."]  # fmt: skip
             continue
         shutil.rmtree(out / "_build", ignore_errors=True)
-        cache = out / "jupyter_cache"
-        shutil.rmtree(cache, ignore_errors=True)
-        shutil.copytree(shared_cache, cache)
-        swapped = use_edition_pictures(cache, language)
-        print(f"edition {language}: {swapped} pictures in its language", flush=True)
-        config = edition_config(language, "html", cache)
+        config = edition_config(language, "html")
         commands[language] = [JB, "build", ".", "--config", config, "--path-output",
                               out, "-W", "-n", "--keep-going"]  # fmt: skip
     jobs = {}
@@ -219,7 +248,6 @@ def build(languages: list[str]) -> dict[str, float]:
         target = BUILD / "html" / language
         shutil.rmtree(target, ignore_errors=True)
         shutil.move(str(out / "_build" / "html"), target)
-        translate_site_notebooks(language, target)
         print(f"edition {language}: built in {seconds[language]:.0f} s -> {target}")
     return seconds
 

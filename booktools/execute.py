@@ -48,6 +48,7 @@ from . import solutions
 from .catalogs import figure_tables, image_tables
 from .figures import FONTS
 from .paths import BUILD, CACHE, CELL_TIMEOUT
+from .upstream import KeepsKernelMessages, outputs_from_messages
 
 # how long each notebook took last time, so the slowest start first; on a fresh clone,
 # how long each took under `make test` on a 2-core machine (refresh it by copying the
@@ -162,11 +163,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
         )
 
 
-class BookNotebook(IPyNbFile):
-    """nbval's notebook, which also keeps each cell's messages, runs the editions'
-    setup before the first cell, and (``--solutions``) the solutions after the last."""
-
-    messages: list[dict] | None = None  # the current chapter cell's, while it runs
+class BookNotebook(KeepsKernelMessages):
+    """nbval's notebook, which also keeps each cell's messages
+    (:class:`~booktools.upstream.KeepsKernelMessages`), runs the editions' setup
+    before the first cell, and (``--solutions``) the solutions after the last."""
 
     def collect(self):
         yield from super().collect()
@@ -194,12 +194,6 @@ class BookNotebook(IPyNbFile):
             tb = ANSI.sub("", "\n".join(reply["content"].get("traceback", [])))
             raise RuntimeError(f"the editions' setup failed in the kernel:\n{tb}")
 
-    def get_kernel_message(self, timeout=None, stream="iopub"):
-        msg = super().get_kernel_message(timeout=timeout, stream=stream)
-        if self.messages is not None and stream == "iopub":
-            self.messages.append(msg)
-        return msg
-
     def record(self, item: IPyNbCell, messages: list[dict], passed: bool) -> None:
         """Turn a chapter cell's messages into its outputs, as nbclient would."""
         self.failed = self.failed or not passed
@@ -218,7 +212,6 @@ class BookNotebook(IPyNbFile):
 
     def _spool_executed(self) -> None:
         from nbclient import NotebookClient
-        from nbclient.exceptions import CellExecutionComplete
 
         nb = self.executed
         client = NotebookClient(nb, record_timing=False)
@@ -228,13 +221,7 @@ class BookNotebook(IPyNbFile):
         for cell, messages in self.recorded:
             i = index[id(cell)]
             target = nb.cells[i]
-            target.outputs = []
-            client.clear_before_next_output = False  # as execute_cell starts a cell
-            for msg in messages:
-                try:
-                    client.process_message(msg, target, i)
-                except CellExecutionComplete:
-                    break
+            outputs_from_messages(client, target, i, messages)
             # nbval runs cells without storing history, so its counts stay put: number
             # them as a notebook run counts them
             count += 1
@@ -289,10 +276,11 @@ class SolutionCell(IPyNbCell):
 
     def runtest(self) -> None:
         super().runtest()
-        printed = "".join(
+        printed = "".join(  # a checker in the editions' build displays its message
             out.get("text", "")
-            for out in self.test_outputs or []
             if out.get("output_type") == "stream"
+            else str(out.get("data", {}).get("text/plain", ""))
+            for out in self.test_outputs or []
         )
         if solutions.NOT_ATTEMPTED.search(printed):
             self.raise_cell_error(

@@ -1,19 +1,23 @@
 """Write a chapter notebook in another language: the English notebook with each
 Markdown paragraph, heading, list item and table cell replaced by its translation from
 the edition's catalog. Code cells stay as they are (and carry no outputs), so the
-notebook runs as it is; one code cell is added after the first, which gives the live
-figures' forms the edition's words (``transformer_lib.viz.use_words``, with the
-chapter's entries of the catalog figures.po) and has the figures drawn with the
-edition's words inside them (``transformer_lib.viz.image_words.use_image_words``, with
-the chapter's entries of images.po).
+notebook runs as it is. A first code cell sets gettext's ``LANGUAGE`` to the edition's,
+so that the exercise checkers explain mistakes in it; one code cell is added after the
+chapter's first, which gives the live figures' forms the edition's words
+(``transformer_lib.viz.use_words``, with the chapter's entries of the catalog
+figures.po) and has the figures drawn with the edition's words inside them
+(``transformer_lib.viz.image_words.use_image_words``, with the chapter's entries of
+images.po).
 
     python -m booktools.notebooks zh_CN book/01_qkv.ipynb out.ipynb
 
 The Sphinx message of a block is its Markdown source with newlines made spaces, so
 each block is found again by parsing the cell with the same MyST Markdown parser and
-using the line numbers of its tokens. :mod:`booktools.editions` calls
-``translate_site_notebooks`` to put these notebooks behind each edition's download
-button (``_sources/book/*.ipynb``).
+using the line numbers of its tokens. This module is also the Sphinx extension that
+puts these notebooks behind each edition's download button (``_sources/book/*.ipynb``):
+:mod:`booktools.editions` lists it in the Chinese editions' configs, and
+:func:`write_edition_notebooks` writes them when the build finishes (Sphinx's
+``build-finished`` event, after its HTML builder has copied the English sources).
 """
 
 from __future__ import annotations
@@ -194,6 +198,12 @@ def with_figure_words(
         f"use_image_words({language!r}, _image_words, font={FONTS[language]!r})",
         "del _form_words, _image_words",
     ]
+    return _with_code_cell(notebook, lines, "words", after_first=True)
+
+
+def _with_code_cell(notebook: dict, lines: list[str], name: str, after_first: bool):
+    """The notebook with a code cell of ``lines`` just before or just after its first
+    code cell, its id that cell's with ``-name`` added."""
     cell = {
         "cell_type": "code",
         "execution_count": None,
@@ -204,8 +214,30 @@ def with_figure_words(
     cells = notebook["cells"]
     first = next(i for i, c in enumerate(cells) if c["cell_type"] == "code")
     if "id" in cells[first]:
-        cell["id"] = f"{cells[first]['id']}-words"
-    return {**notebook, "cells": cells[: first + 1] + [cell] + cells[first + 1 :]}
+        cell["id"] = f"{cells[first]['id']}-{name}"
+    at = first + 1 if after_first else first
+    return {**notebook, "cells": cells[:at] + [cell] + cells[at:]}
+
+
+# the first cell of an edition's notebook: the checkers speak the edition's language
+# (gettext reads LANGUAGE each time a checker says something: transformer_lib's
+# exercises/language.py)
+LANGUAGE_COMMENT = {
+    "zh_CN": "# 练习检查器的提示用简体中文显示",
+    "zh_TW": "# 練習檢查器的提示以繁體中文顯示",
+}
+
+
+def with_language(notebook: dict, language: str) -> dict:
+    """The notebook with a first code cell that sets gettext's LANGUAGE to the
+    edition's, so that the exercise checkers explain mistakes in it."""
+    lines = [
+        LANGUAGE_COMMENT[language],
+        "import os",
+        "",
+        f"os.environ[{'LANGUAGE'!r}] = {language!r}",
+    ]
+    return _with_code_cell(notebook, lines, "language", after_first=False)
 
 
 def translate_site_notebooks(language: str, site: Path) -> dict[str, tuple[int, int]]:
@@ -227,12 +259,30 @@ def translate_site_notebooks(language: str, site: Path) -> dict[str, tuple[int, 
             language,
             figure_words(language, docname, "images"),
         )
+        translated = with_language(translated, language)
         target.write_text(
             json.dumps(translated, ensure_ascii=False, indent=1) + "\n",
             encoding="utf-8",
         )
         stats[docname] = (len(used), len(lookup))
     return stats
+
+
+def write_edition_notebooks(app, exception) -> None:
+    """Sphinx's ``build-finished``: the edition's notebooks in place of the English
+    ones its HTML builder copied to ``_sources``."""
+    language = app.config.language
+    if (
+        exception is None
+        and app.builder.format == "html"
+        and language not in (None, "en")
+    ):
+        translate_site_notebooks(language, Path(app.outdir))
+
+
+def setup(app) -> dict:
+    app.connect("build-finished", write_edition_notebooks)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
 
 
 if __name__ == "__main__":

@@ -12,8 +12,7 @@ CONFIG_FILE = ROOT / "_config.yml"
 CONFIG: dict = yaml.safe_load(CONFIG_FILE.read_text(encoding="utf-8"))
 BUILD = ROOT / "_build"
 SITE = BUILD / "html"  # the English site; the editions in SITE / <language>
-LOCALES = ROOT / "locales"  # the hand-written catalogs (zh_CN)
-DERIVED_LOCALES = BUILD / "locales"  # the derived ones (zh_TW)
+LOCALES = ROOT / "locales"  # the catalogs of the Chinese editions (zh_CN, zh_TW)
 EDITIONS_DIR = BUILD / "editions"  # each edition's config, cache copy and log
 # the jupyter-cache the notebooks are executed into, and the book is built from
 CACHE = ROOT / CONFIG["execute"]["cache"]

@@ -2,7 +2,7 @@
 the MyST markup of each msgstr the same as its msgid's (and the number slots {0}, {1},
 ... of a figure's words).
 
-    .venv/bin/python -m booktools.po_check [FILE.po ...]  # default: every zh_CN one
+    .venv/bin/python -m booktools.po_check [FILE.po ...]  # default: zh_CN's and zh_TW's
 
 A translation may reword everything except what the build resolves: roles
 ({ref}, {eq}, {cite}, {glue}, ...), math, inline code and link targets must come
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from babel.messages.pofile import read_po
 
-from .catalogs import SOURCE_LANGUAGE
+from .catalogs import TRANSLATED
 from .paths import LOCALES, ROOT
 
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -109,22 +109,27 @@ def check_file(path: Path) -> list[str]:
     with path.open("rb") as f:
         catalog = read_po(f)
     problems = []
+    name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     for message in catalog:
         if not message.id:
             continue
-        where = f"{path.relative_to(ROOT)}: {str(message.id)[:70]!r}"
+        where = f"{name}: {str(message.id)[:70]!r}"
         if message.fuzzy:
             problems.append(f"{where}: fuzzy")
         data = "data" in message.user_comments  # "# data": kept as it is, on purpose
         for p in check_entry(str(message.id), str(message.string or ""), data):
             problems.append(f"{where}: {p}")
     for message in catalog.obsolete.values():
-        problems.append(f"{path.relative_to(ROOT)}: obsolete entry {message.id!r:.70}")
+        problems.append(f"{name}: obsolete entry {message.id!r:.70}")
     return problems
 
 
-def catalogs(language: str = SOURCE_LANGUAGE) -> list[Path]:
-    return sorted((LOCALES / language / "LC_MESSAGES").rglob("*.po"))
+def catalogs(language: str | None = None) -> list[Path]:
+    """An edition's catalogs; without ``language``, every edition's."""
+    languages = [language] if language else TRANSLATED
+    return sorted(
+        p for x in languages for p in (LOCALES / x / "LC_MESSAGES").rglob("*.po")
+    )
 
 
 def main(argv: list[str]) -> int:

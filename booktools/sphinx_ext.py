@@ -12,25 +12,24 @@ Registered in _config.yml (``sphinx.local_extensions``) through its adapter
 * puts a language switcher on every page (``book/_templates/tl-editions.html``),
   linking to the same page in the other editions (English at the site root, the
   others under ``zh_CN/`` and ``zh_TW/``);
-* indexes Chinese pages for search in linear time (:func:`use_linear_chinese_search`);
+* indexes Chinese pages for search in linear time;
 * gives the theme's words that its own catalogs leave in English (button tooltips,
   landmark labels, the footer, Sphinx's "Link to this heading") to the catalogs Sphinx
   and the theme look them up in: the edition's ``sphinx.po`` and ``booktheme.po``
-  (:func:`theme_words`), with ``_()`` put where a template wrote English
-  (``book/_templates``) and in myst-nb's hidden-cell toggle
-  (:func:`hidden_cell_html_visitors`);
+  with ``_()`` put where a template wrote English (``book/_templates``) and in
+  myst-nb's hidden-cell toggle;
 * writes show_source's line above the library code in the edition's words
   (:class:`TranslateSourceLines`).
 
-The editions themselves, and the Chinese search's dictionary, come from
-:mod:`booktools.editions` (called by ``make book``).
+What reaches into another package's internals to do this (the Chinese search, the
+glue lookup, the hidden-cell label, sphinx-exercise's titles and catalog, the table of
+contents' captions, the theme's catalog) lives in :mod:`booktools.upstream`; this
+module registers it. The editions themselves, and the Chinese search's dictionary,
+come from :mod:`booktools.editions` (called by ``make book``).
 """
 
 from __future__ import annotations
 
-import functools
-import html
-import pathlib
 import posixpath
 import re
 
@@ -39,7 +38,19 @@ from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
-from .catalogs import EDITIONS, read_translations
+from .catalogs import EDITIONS
+from .upstream import (
+    ChineseExerciseTitles,
+    ExtractExerciseNames,
+    exercise_titles_as_translated,
+    exercise_words_for_derived_editions,
+    give_subtitles_a_source,
+    hidden_cell_html_visitors,
+    theme_words,
+    translate_toc_captions,
+    use_linear_chinese_search,
+    wrap_glue_lookup,
+)
 
 
 def edition_root(language: str | None) -> str:
@@ -79,40 +90,6 @@ def is_language_neutral(node: nodes.Element) -> bool:
         if not neutral:
             text.append(str(child))
     return not LETTER.search("".join(text))
-
-
-def give_subtitles_a_source(doctree: nodes.document) -> None:
-    """sphinx-exercise builds its titles without a source, so Sphinx would not
-    translate them; give each subtitle (an exercise's own name) one."""
-    source = doctree.get("source")
-    for node in doctree.findall(nodes.subtitle):
-        if not node.source:
-            node.source = (node.parent.source if node.parent else None) or source
-            node.line = node.line or (node.parent.line if node.parent else 0)
-            node.rawsource = node.rawsource or node.astext()
-
-
-class ExtractExerciseNames(SphinxPostTransform):
-    """For the catalogs only: sphinx-exercise's post-transform folds each exercise's
-    name into a new title without a source, where the gettext builder would not see
-    it. Copy the names first into paragraphs the builder extracts; the Locale
-    transform then translates the subtitles themselves when the page is read."""
-
-    builders = ("gettext",)
-    default_priority = 5
-
-    def run(self, **kwargs) -> None:
-        source = self.document.get("source") or self.env.doc2path(self.env.docname)
-
-        for node in list(self.document.findall(nodes.subtitle)):
-            # the source's text (set when read, before smart quotes), as the
-            # Locale transform looks it up
-            text = node.rawsource or node.astext()
-            if text and node.get("translatable", True):
-                para = nodes.paragraph(text, text)
-                para.source, para.line = node.source or source, node.line or 0
-                para.uid = ""  # the gettext builder skips a node without one
-                self.document += para
 
 
 class KeepNeutralTextUntranslated(SphinxTransform):
@@ -161,7 +138,7 @@ class TranslateSourceLines(SphinxTransform):
     The line is a code cell's output, computed once in English and kept out of the
     page catalogs with every output (:class:`KeepNeutralTextUntranslated`); its words
     come from Sphinx's own catalog of the edition (``locales/zh_CN/LC_MESSAGES/
-    sphinx.po``, zh_TW derived from it), the names stay code. The library knows
+    sphinx.po``, and zh_TW's), the names stay code. The library knows
     nothing of editions: it prints English, as it does in a reader's kernel.
     """
 
@@ -198,64 +175,6 @@ def _source_line(words: str, name: nodes.literal, module: nodes.literal) -> list
     return out
 
 
-HIDDEN_CELL_LABEL = 'aria-label="Toggle hidden content"'
-
-
-def hidden_cell_html_visitors() -> tuple:
-    """myst-nb's HTML visitors of a hidden code cell, with the toggle's label in the
-    edition's language: myst-nb writes ``aria-label="Toggle hidden content"`` as a
-    literal, outside any catalog. Registered with Sphinx's ``add_node(...,
-    override=True)``; the rest of the HTML is myst-nb's own."""
-    from myst_nb.sphinx_ import depart_HideCellInput, visit_HideCellInput
-    from sphinx.locale import _
-
-    def visit(self, node) -> None:
-        start = len(self.body)
-        visit_HideCellInput(self, node)
-        label = f'aria-label="{html.escape(_("Toggle hidden content"))}"'
-        self.body[start:] = [
-            part.replace(HIDDEN_CELL_LABEL, label) for part in self.body[start:]
-        ]
-
-    return visit, depart_HideCellInput
-
-
-# (docname, key) -> the glued value, as the notebook's own parse found it
-_GLUE_VALUES: dict[tuple[str, str], object] = {}
-
-
-def _patch_glue_lookup() -> None:
-    """Let ``{glue:text}`name``` work inside a translated paragraph.
-
-    Sphinx parses a translated paragraph as a small document of its own, which has
-    none of the notebook's outputs, so the glue roles there would find no value. Every
-    such role was resolved first in the English paragraph, during the notebook's own
-    parse: remember each value then, and fall back to it.
-    """
-    from myst_nb.core.variables import RetrievalError
-    from myst_nb.ext.glue import directives, roles, utils
-
-    original = utils.retrieve_glue_data
-    if getattr(original, "tl_i18n", False):
-        return
-
-    def retrieve_glue_data(document, key):
-        env = getattr(document.settings, "env", None)
-        docname = env.docname if env is not None else None
-        try:
-            value = original(document, key)
-        except RetrievalError:
-            if (docname, key) not in _GLUE_VALUES:
-                raise
-            return _GLUE_VALUES[(docname, key)]
-        _GLUE_VALUES[(docname, key)] = value
-        return value
-
-    retrieve_glue_data.tl_i18n = True
-    for module in (utils, roles, directives):
-        module.retrieve_glue_data = retrieve_glue_data
-
-
 def language_links(app: Sphinx, pagename: str) -> list[dict]:
     """Links from ``pagename`` to the same page in every edition."""
     here = app.config.language or "en"
@@ -275,24 +194,6 @@ def language_links(app: Sphinx, pagename: str) -> list[dict]:
             }
         )
     return links
-
-
-_TABLES: dict[tuple[str, str], dict[str, str]] = {}
-
-
-def catalog_table(app: Sphinx, name: str) -> dict[str, str]:
-    """{English: translation} of the edition's catalog ``name`` (theme)."""
-    key = (app.config.language, name)
-    if key not in _TABLES:
-        table = {}
-        for d in app.config.locale_dirs:
-            path = posixpath.join(
-                app.srcdir, d, app.config.language, "LC_MESSAGES", name + ".po"
-            )
-            if posixpath.exists(path):
-                table.update(read_translations(path))
-        _TABLES[key] = table
-    return _TABLES[key]
 
 
 def add_switcher(
@@ -315,121 +216,91 @@ def translate_author(
         context["author"] = _(context["author"])
 
 
-def translate_toc_captions(app: Sphinx, doctree: nodes.document) -> None:
-    """Translate the part captions of the table of contents.
-
-    sphinx-external-toc adds the toctrees from _toc.yml after Sphinx's Locale
-    transform has run, so their captions would stay English; look them up in the
-    page's catalog here, before the toctree collector stores them.
-    """
-    if not is_translation(app):
-        return
-    from sphinx import addnodes
-    from sphinx.locale import init as init_locale
-    from sphinx.util.i18n import docname_to_domain
-
-    domain = docname_to_domain(app.env.docname, app.config.gettext_compact)
-    dirs = [posixpath.join(app.srcdir, d) for d in app.config.locale_dirs]
-    catalog, has_catalog = init_locale(dirs, app.config.language, domain)
-    if not has_catalog:
-        return
-    for toctree in doctree.findall(addnodes.toctree):
-        caption = toctree.get("caption")
-        if caption and catalog.gettext(caption) != caption:
-            toctree["rawcaption"] = caption
-            toctree["caption"] = catalog.gettext(caption)
+def titles_in_the_editions_script(app: Sphinx, doctree: nodes.document) -> None:
+    """The glossary's title, "Glossary · 术语表 · 術語表", reads in English and the
+    edition's own script in the sidebar and the previous/next links: the span of the
+    other script (raw nodes, its text) and a separator leave the stored title."""
+    other = {"zh_CN": "zh-Hant", "zh_TW": "zh-Hans"}.get(app.config.language or "")
+    toc = app.env.tocs.get(app.env.docname)
+    titles = [app.env.titles.get(app.env.docname), *(toc.findall(nodes.reference))]
+    for title in (t for t in titles if other and f'lang="{other}"' in str(t)):
+        keep, skip = [], False
+        for child in title.children:
+            raw, text = isinstance(child, nodes.raw), child.astext().strip()
+            if skip or (raw and f'lang="{other}"' in text):
+                skip = not (raw and "</span>" in text)
+            elif text != "·" or (keep and keep[-1].astext().strip()[-1:] != "·"):
+                keep.append(child)
+        title.children = keep[:-1] if keep[-1].astext().strip() == "·" else keep
 
 
-def exercise_titles_as_translated(app: Sphinx, doctree: nodes.document) -> None:
-    """A solution's title repeats its exercise's name, which sphinx-exercise takes
-    from the node it registered before the page was translated; register the
-    translated node instead."""
-    if not is_translation(app):
-        return
-    registry = getattr(app.env, "sphinx_exercise_registry", {})
-    for node in doctree.findall(nodes.Element):
-        label = node.get("label")
-        entry = registry.get(label) if isinstance(label, str) else None
-        if entry and entry.get("type") == "exercise" and entry.get("node") is not node:
-            if entry.get("docname") == app.env.docname:
-                entry["node"] = node
+# The first source article's author and title are Simplified Chinese in every edition;
+# where the bibliography writes them (the citations, the reference list), they are
+# marked so, as the pages' own prose marks them, and a zh_TW page shows no unmarked
+# Simplified text (tests/test_zh_tw.py scans the built pages)
+SIMPLIFIED_SOURCE_WORDS = ("图灵编辑部", "25 个公式深度解读", "数学原理")
+_SOURCE_WORDS = re.compile(
+    "(" + "|".join(map(re.escape, SIMPLIFIED_SOURCE_WORDS)) + ")"
+)
 
 
-def exercise_words_for_derived_editions(app: Sphinx, config=None) -> None:
-    """sphinx-exercise ships no zh_TW catalog ("Exercise", "Solution to");
-    booktools.catalogs.derive_zh_tw derives one from its zh_CN catalog into the
-    edition's locale directory, registered here.
+class MarkSimplifiedSourceWords(SphinxPostTransform):
+    """Wrap the source article's Simplified words in ``<span lang="zh-Hans">``, after
+    sphinxcontrib-bibtex has written its citations."""
 
-    Connected to ``config-inited`` ahead of sphinx-exercise's own handler, which
-    writes the exercises' caption format ("Exercise %s") from the catalog there: at
-    ``builder-inited`` the catalog would come too late for the captions."""
-    for d in app.config.locale_dirs:
-        path = posixpath.join(app.srcdir, d)
-        mo = posixpath.join(path, app.config.language or "", "LC_MESSAGES")
-        if posixpath.exists(posixpath.join(mo, "exercise.po")):
-            app.add_message_catalog("exercise", path)
+    default_priority = 900
+    formats = ("html",)
 
+    def run(self, **kwargs) -> None:
+        import html
 
-@functools.cache
-def linear_chinese_search():
-    """Sphinx 7.4's Chinese search language, with its Latin terms kept in a set.
-
-    ``sphinx.search.zh.SearchChinese`` appends every Latin word of every page to a list,
-    then tests each word it stems for membership in that list: quadratic in the size of
-    the book, about 50 of the 90 seconds of an edition's build. A set gives the same
-    answers (``tests/test_replaced_upstream.py`` compares the two).
-    """
-    from sphinx.search import zh  # needs jieba, so only in the Chinese editions
-
-    class ChineseSearch(zh.SearchChinese):
-        def init(self, options: dict[str, str]) -> None:
-            super().init(options)
-            self.latin_terms = set()  # the parent's is one list shared by the class
-
-        def split(self, input: str) -> list[str]:
-            chinese = list(zh.jieba.cut_for_search(input)) if zh.JIEBA else []
-            latin = [t.strip() for t in self.latin1_letters.findall(input)]
-            self.latin_terms.update(latin)
-            return chinese + latin
-
-    return ChineseSearch
+        for text in list(self.document.findall(nodes.Text)):
+            parent = text.parent
+            if parent is None or isinstance(parent, (nodes.raw, nodes.literal)):
+                continue
+            pieces = _SOURCE_WORDS.split(str(text))
+            if len(pieces) == 1:
+                continue
+            new = [
+                nodes.raw(
+                    "", f'<span lang="zh-Hans">{html.escape(p)}</span>', format="html"
+                )
+                if i % 2
+                else nodes.Text(p)
+                for i, p in enumerate(pieces)
+                if p
+            ]
+            parent.replace(text, new)
 
 
-def use_linear_chinese_search(app: Sphinx) -> None:
-    """In a Chinese edition, index with :func:`linear_chinese_search` (registered
-    for the language "zh" through Sphinx's own ``add_search_language``)."""
-    if (app.config.language or "").startswith("zh"):
-        app.add_search_language(linear_chinese_search())
+def register_label_style() -> None:
+    """The bibliography's labels: pybtex's alpha labels (Vas17), except for an entry
+    that gives its own in biblatex's ``shorthand`` field. The alpha label of an author
+    written as one braced name (the two source articles, whose authors are an
+    editorial team and nobody) cut it into [TuringBeteam] and [Authornnamed].
+    Registered as pybtex plugins, the way sphinxcontrib-bibtex takes a style
+    (``bibtex_default_style: book`` in _config.yml)."""
+    from pybtex.plugin import register_plugin
+    from pybtex.style.formatting.alpha import Style as AlphaStyle
+    from pybtex.style.labels.alpha import LabelStyle as AlphaLabels
 
+    class ShorthandLabels(AlphaLabels):
+        def format_labels(self, sorted_entries):
+            entries = list(sorted_entries)
+            for entry, label in zip(
+                entries, super().format_labels(entries), strict=True
+            ):
+                yield entry.fields.get("shorthand", label)
 
-# sphinx-book-theme looks its words up in its own catalog domain, "booktheme", whose
-# zh_CN lacks a few ("Launch on Binder", the logos' "logo"): the editions add theirs
-THEME_DOMAIN = "booktheme"
+    class BookStyle(AlphaStyle):
+        default_label_style = "book"
 
-
-def theme_words(app: Sphinx) -> None:
-    """The theme's words through its own catalogs, as Sphinx and the theme look them
-    up: Sphinx's and pydata-sphinx-theme's (and those of the book's template overrides
-    in ``book/_templates``, which put ``_()`` where the theme wrote English) in the
-    edition's ``sphinx.po``, which Sphinx reads from ``locale_dirs`` before its own;
-    sphinx-book-theme's in the edition's ``booktheme.po``, compiled and added here
-    behind the theme's own catalog."""
-    if not is_translation(app):
-        return
-    from sphinx.util.i18n import CatalogRepository
-
-    repo = CatalogRepository(
-        app.srcdir, app.config.locale_dirs, app.config.language, "utf-8"
-    )
-    for catalog in repo.catalogs:
-        if catalog.domain == THEME_DOMAIN:
-            if catalog.is_outdated():
-                catalog.write_mo(app.config.language)
-            locale_dir = pathlib.Path(catalog.base_dir).parents[1]
-            app.add_message_catalog(THEME_DOMAIN, str(locale_dir))
+    register_plugin("pybtex.style.labels", "book", ShorthandLabels, force=True)
+    register_plugin("pybtex.style.formatting", "book", BookStyle, force=True)
 
 
 def setup(app: Sphinx) -> dict:
+    register_label_style()
     app.connect("builder-inited", theme_words)
     app.connect("builder-inited", use_linear_chinese_search)
     app.add_transform(KeepNeutralTextUntranslated)
@@ -438,12 +309,15 @@ def setup(app: Sphinx) -> dict:
 
     app.setup_extension("myst_nb")  # its own add_node comes first
     app.add_node(HideCodeCellNode, override=True, html=hidden_cell_html_visitors())
-    _patch_glue_lookup()
+    wrap_glue_lookup()
     app.connect("html-page-context", add_switcher)
     app.connect("html-page-context", translate_author, priority=600)  # after the theme
     app.connect("doctree-read", translate_toc_captions, priority=400)
     app.connect("doctree-read", exercise_titles_as_translated)
+    app.connect("doctree-read", titles_in_the_editions_script, priority=900)
     # before sphinx-exercise's init_numfig (priority 500) reads "Exercise"
     app.connect("config-inited", exercise_words_for_derived_editions, priority=400)
     app.add_post_transform(ExtractExerciseNames)
+    app.add_post_transform(ChineseExerciseTitles)
+    app.add_post_transform(MarkSimplifiedSourceWords)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

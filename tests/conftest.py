@@ -86,11 +86,11 @@ def _is_xdist_worker(config) -> bool:
 
 
 def pytest_sessionstart(session):
-    """A new run starts a new site report (see write_report in test_site.py)."""
+    """A new run starts a new site report (see write_report in built_site.py)."""
     if not _is_xdist_worker(session.config):
         import shutil
 
-        from test_site import ROWS
+        from built_site import ROWS
 
         shutil.rmtree(ROWS, ignore_errors=True)
 
@@ -98,6 +98,21 @@ def pytest_sessionstart(session):
 def pytest_sessionfinish(session):
     """Write the site report once every worker has finished its pages."""
     if not _is_xdist_worker(session.config):
-        from test_site import write_report
+        from built_site import write_report
 
         write_report()
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    """The built site (``make book``), every page of every edition in it."""
+    from built_site import EDITION_PAGES, SITE
+
+    if not (SITE / "index.html").is_file():
+        pytest.fail(
+            f"No built site at {SITE}: run `make book` first"
+            " (make test builds it before this test)."
+        )
+    missing = [p for p in EDITION_PAGES if not (SITE / p).is_file()]
+    assert not missing, f"pages listed in _toc.yml but not built: {missing}"
+    return SITE

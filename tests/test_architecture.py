@@ -1,10 +1,14 @@
 """ARCHITECTURE.md stays a true map: its layer drawings are the import-linter contracts
-of pyproject.toml (which `make lint` enforces), and it names every module of the library
-and of the build package, and every test file.
+of pyproject.toml (which `make lint` enforces); its module index is the one
+``booktools.module_map`` generates from the modules' docstrings and ``__all__``; it
+names every test file; and every module, file or object path that it or any docstring
+of the code names exists.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -55,31 +59,18 @@ def test_layer_drawing_is_the_import_linter_contract(contract):
     )
 
 
-def _modules(package: str) -> list[str]:
-    base = ROOT / package
-    out = []
-    for path in sorted(base.rglob("*.py")):
-        rel = path.relative_to(base).with_suffix("")
-        if rel.name == "__init__":
-            rel = rel.parent
-            if not rel.parts:
-                continue
-        out.append(".".join(rel.parts))
-    return out
+def test_the_module_index_is_generated_from_the_modules():
+    """Every module of transformer_lib and booktools has its row, with its docstring's
+    first sentence and public names as they are now."""
+    from booktools import module_map
 
-
-@pytest.mark.parametrize("package", ["transformer_lib", "booktools"])
-def test_every_module_is_on_the_map(package):
-    missing = [
-        name
-        for name in _modules(package)
-        if f"`{name}`" not in MAP
-        and f"`{name.rsplit('.', 1)[-1]}`" not in MAP
-        and f"`{name.replace('.', '/')}" not in MAP
-    ]
-    assert not missing, (
-        f"ARCHITECTURE.md does not name these {package} modules: {missing}"
+    assert module_map.current(MAP) == module_map.index(), (
+        "ARCHITECTURE.md's module index is out of date: "
+        "python -m booktools.module_map --update"
     )
+    for package in module_map.PACKAGES:
+        for name, _ in module_map.modules(package):
+            assert f"| `{name}` |" in module_map.current(MAP), name
 
 
 def test_every_test_file_is_on_the_map():
@@ -99,3 +90,97 @@ def test_the_checks_catch_a_drawing_that_drifted(monkeypatch):
     monkeypatch.setitem(globals(), "MAP", drifted)
     with pytest.raises(AssertionError, match="differs from the contract"):
         test_layer_drawing_is_the_import_linter_contract(contract)
+
+
+# a path of the repository named in prose: a file under one of its folders, or the
+# top-level files; generated outputs (_build/, book/_static/live/) and patterns
+# (NN, NAME, *, <...>, {...}) are not paths to check
+FOLDERS = (
+    r"(?:book|booktools|transformer_lib|tests|benchmarks|scripts|locales|binder"
+    r"|\.github)"
+)
+FILE_PATH = re.compile(
+    rf"(?<![\w./-])(?:{FOLDERS}/[\w./-]*[\w]|"
+    r"(?:viz|demos|exercises|parallel|_ext|_templates|_static)/[\w./-]*\.\w+|"
+    r"(?:ARCHITECTURE|README|UPSTREAM|LICENSE)[\w.-]*|Makefile|pyproject\.toml|"
+    r"requirements\.(?:txt|lock)|_config\.yml|_toc\.yml)"
+)
+DOTTED = re.compile(r"(?<![\w.])(?:transformer_lib|booktools)(?:\.\w+)+")
+PATTERN = re.compile(
+    r"NN|NAME|\*|<|\{|_build|_static/live|LC_MESSAGES/book/|benchmarks/results/"
+    r"|\bname\.py|test_x\.py|\.a\.b\b"
+)
+SUBFOLDERS = ["", "transformer_lib/", "book/", "booktools/"]
+
+
+def _docstrings() -> list[tuple[str, str]]:
+    """(where, text) of every docstring of the library, the build package, the book's
+    extensions, the tests and the benchmarks."""
+    out = []
+    for folder in ("transformer_lib", "booktools", "book/_ext", "tests", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in [tree, *ast.walk(tree)]:
+                if isinstance(
+                    node,
+                    (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef),
+                ):
+                    doc = ast.get_docstring(node)
+                    if doc:
+                        rel = path.relative_to(ROOT)
+                        out.append((f"{rel}:{getattr(node, 'lineno', 1)}", doc))
+    return out
+
+
+def _path_exists(name: str) -> bool:
+    name = name.rstrip(".")
+    return any((ROOT / (prefix + name)).exists() for prefix in SUBFOLDERS)
+
+
+def _object_exists(dotted: str) -> bool:
+    """``a.b.c``: a module, or an attribute of the longest importable module prefix."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def named_paths(texts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(where, name) of every repository path and every dotted name of the two
+    packages that the texts name, that does not exist."""
+    missing = []
+    for where, text in texts:
+        for m in FILE_PATH.finditer(text):
+            if not PATTERN.search(m.group()) and not _path_exists(m.group()):
+                missing.append((where, m.group()))
+        for m in DOTTED.finditer(text):
+            if not PATTERN.search(m.group()) and not _object_exists(m.group()):
+                missing.append((where, m.group()))
+    return missing
+
+
+def test_every_path_named_in_the_map_exists():
+    assert not named_paths([("ARCHITECTURE.md", MAP)])
+
+
+def test_every_path_named_in_a_docstring_exists():
+    assert not named_paths(_docstrings())
+
+
+def test_the_path_check_catches_a_missing_module():
+    """The check the loophole let through: a module named in backticks that does not
+    exist fails, wherever else its name appears."""
+    text = "`transformer_lib.viz.explorer`, `viz/explorer.py`, `booktools/nothere.py`"
+    assert [name for _, name in named_paths([("t", text)])] == [
+        "viz/explorer.py",
+        "booktools/nothere.py",
+        "transformer_lib.viz.explorer",
+    ]

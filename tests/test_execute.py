@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbval import plugin as nbval_plugin
 
 from booktools.figures import cached_notebooks
@@ -73,6 +74,7 @@ def test_nbval_still_reads_every_message_through_get_kernel_message():
     assert digest == "5c1bc2f036fa8747", digest
 
 
+@pytest.mark.slow  # a notebook kernel: not in make test-fast
 def test_a_chapter_is_cached_with_the_outputs_a_notebook_run_stores(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [

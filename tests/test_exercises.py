@@ -18,18 +18,30 @@ import torch.nn.functional as F
 
 import transformer_lib as tl
 from transformer_lib import exercises as ex
+from transformer_lib.exercises import ch19_language
 from transformer_lib.exercises.harness import NOT_ATTEMPTED_HINT
 
 NEG_INF = float("-inf")
 
 CHECKERS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_")]
 
+
+@pytest.fixture(autouse=True)
+def english(monkeypatch):
+    """The checkers speak gettext's language: these tests read their English."""
+    monkeypatch.setenv("LANGUAGE", "en")
+
+
 # --------------------------------------------------------------------------------------
 # The catalogue: every known mistake of every checker's table
 # --------------------------------------------------------------------------------------
 
+# the language chapter's checkers join the catalogue before a chapter calls them
 CATALOGUE = [
-    (checker, row) for checker in CHECKERS for row in checker.mistakes if row.example
+    (checker, row)
+    for checker in [*CHECKERS, *ch19_language.CHECKERS]
+    for row in checker.mistakes
+    if row.example
 ]
 
 
@@ -627,3 +639,155 @@ def test_every_checker_is_called_by_a_chapter():
     called = {checker for _, checker, _, _ in SOLUTIONS}
     unused = sorted({c.__name__ for c in CHECKERS} - called)
     assert not unused, f"no chapter exercise calls {unused}"
+
+
+# --------------------------------------------------------------------------------------
+# The messages in the learner's language (transformer_lib/exercises/language.py)
+# --------------------------------------------------------------------------------------
+
+import string  # noqa: E402
+
+from babel.messages.pofile import read_po  # noqa: E402
+
+from booktools import catalogs  # noqa: E402
+from transformer_lib.exercises import harness, language  # noqa: E402
+
+HAN = re.compile(r"[\u3400-\u9fff]")
+# three English words in a row, outside code: a sentence left untranslated
+ENGLISH_RUN = re.compile(r"(?<![\w.`(])[a-z]{2,} [a-z]{2,} [a-z]{2,}(?![\w(])")
+
+
+def _fields(text: str) -> list[str]:
+    return sorted(f for _, f, _, _ in string.Formatter().parse(text) if f is not None)
+
+
+def _catalog(lang: str) -> dict:
+    path = catalogs.checker_catalog(lang)
+    with path.open("rb") as f:
+        return {m.id: m for m in read_po(f, locale=lang) if m.id}
+
+
+@pytest.mark.parametrize("lang", language.LANGUAGES)
+def test_every_message_has_both_translations(lang):
+    """Every message the code marks is in the catalog, translated, reviewed (not
+    fuzzy), with the same {fields}; the catalog holds nothing the code no longer
+    says."""
+    template = {m.id for m in catalogs.checker_messages() if m.id}
+    found = _catalog(lang)
+    assert len(template) >= 300
+    assert template == set(found), template ^ set(found)
+    for msgid, m in found.items():
+        assert m.string and not m.fuzzy, (lang, msgid)
+        assert _fields(m.string) == _fields(msgid), (lang, msgid, m.string)
+        if ENGLISH_RUN.search(re.sub(r"`[^`]*`", "", msgid)):
+            assert HAN.search(m.string), (lang, msgid, m.string)
+
+
+@pytest.mark.parametrize("lang", language.LANGUAGES)
+def test_each_compiled_catalog_is_its_po(lang):
+    """The committed .mo (what gettext reads) is the .po compiled: `make catalogs`."""
+    po = catalogs.checker_catalog(lang)
+    assert po.with_suffix(".mo").read_bytes() == catalogs.compiled(po, lang), (
+        f"{po.with_suffix('.mo')} is stale: run `make catalogs`"
+    )
+
+
+def _upper_triangle(T_q, T_k=None):
+    T_k = T_q if T_k is None else T_k
+    return torch.ones(T_q, T_k, dtype=torch.bool).triu()
+
+
+def test_a_checker_run_with_LANGUAGE_zh_TW_explains_a_mistake_in_traditional_chinese():
+    code = (
+        "import torch\n"
+        "from transformer_lib.exercises import check_causal_mask\n"
+        "try:\n"
+        "    check_causal_mask(lambda T_q, T_k=None: torch.ones(T_q, T_k or T_q,"
+        " dtype=torch.bool).triu())\n"
+        "except AssertionError as err:\n"
+        "    print(err)\n"
+        "def stub(T_q, T_k=None):\n"
+        "    raise NotImplementedError\n"
+        "check_causal_mask(stub)\n"
+    )
+    env = {**__import__("os").environ, "LANGUAGE": "zh_TW", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+        env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tw = _catalog("zh_TW")
+    row = next(r for r in ex.check_causal_mask.mistakes if r.example is not None
+               and "upper triangle" in str(r.message))  # fmt: skip
+    said = tw[row.message].string.format(inputs="causal_mask(4), T_q = T_k = 4")
+    expected = [
+        tw["{name}: {message}"].string.format(name="check_causal_mask", message=said),
+        tw["{name}: not attempted yet."].string.format(name="check_causal_mask"),
+        tw[harness.NOT_ATTEMPTED_HINT].string,
+    ]
+    assert done.stdout.splitlines() == expected
+    # Traditional, in Taiwan's words: rows are 列, a mask 遮罩, a cell 儲存格
+    assert "你的遮罩是上三角" in said and "第 i 列是查詢" in said
+    assert "儲存格" in expected[2]
+    simplified = set("这为个们说时应键询码头数组对")
+    assert not simplified & set(done.stdout), simplified & set(done.stdout)
+
+
+@pytest.mark.parametrize("lang", language.LANGUAGES)
+def test_every_row_is_said_in_the_language(lang):
+    """Each catalogued mistake's message, said in ``lang``, is Chinese throughout:
+    its inputs, fields and fragments too, not only the row's template."""
+    with language.speaking(lang):
+        for checker, row in CATALOGUE:
+            verdict = checker.verdict(row.example)
+            assert verdict.failed and verdict.mistake is row, verdict.text
+            assert HAN.search(verdict.text), verdict.text
+            left = ENGLISH_RUN.findall(re.sub(r"`[^`]*`", "", verdict.text))
+            assert not left, (checker.__name__, left, verdict.text)
+
+
+def test_the_editions_twins(monkeypatch):
+    """In the book's build (``say_also_in``), a check also says its message in each
+    edition's language, under the edition's own type (``text/vnd.tl.zh_TW+plain``),
+    which the edition's build shows (``booktools.figures.mime_priority_overrides``)."""
+    shown = []
+    monkeypatch.setattr(
+        "IPython.display.display", lambda data, raw: shown.append((data, raw))
+    )
+    language.say_also_in(["zh_CN", "zh_TW"])
+    try:
+        ex.check_causal_mask(lambda T_q, T_k=None: (_ for _ in ()).throw(
+            NotImplementedError))  # fmt: skip
+        with pytest.raises(AssertionError) as info:
+            ex.check_causal_mask(_upper_triangle)
+    finally:
+        language.say_also_in([])
+    [(data, raw)] = shown
+    assert raw and data["text/plain"].startswith(
+        "check_causal_mask: not attempted yet."
+    )
+    assert sorted(data) == [
+        "text/plain", "text/vnd.tl.zh_CN+plain", "text/vnd.tl.zh_TW+plain"
+    ]  # fmt: skip
+    cn, tw = _catalog("zh_CN"), _catalog("zh_TW")
+    for lang, cat in (("zh_CN", cn), ("zh_TW", tw)):
+        hint = cat[harness.NOT_ATTEMPTED_HINT].string
+        said = data[f"text/vnd.tl.{lang}+plain"]
+        assert said.endswith("\n" + hint), said
+    assert data["text/vnd.tl.zh_CN+plain"] != data["text/vnd.tl.zh_TW+plain"]
+    err = info.value
+    assert set(err.editions) == {"zh_CN", "zh_TW"}
+    with language.speaking("zh_TW"):
+        assert (
+            err.editions["zh_TW"] == ex.check_causal_mask.verdict(_upper_triangle).text
+        )
+    bundle = err._repr_mimebundle_()
+    assert bundle["text/plain"] == str(err)
+    assert bundle["text/vnd.tl.zh_TW+plain"] == err.editions["zh_TW"]
+    # what display(err) shows in a kernel (chapter 0): the message, not the repr
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shown, _ = InteractiveShell.instance().display_formatter.format(err)
+    assert shown == bundle, shown
+    with pytest.raises(ValueError, match="no catalog"):
+        language.say_also_in(["fr"])

@@ -92,6 +92,24 @@ def test_online_softmax_edge_cases_match_tl_softmax():
         assert torch.equal(y[3], torch.zeros(5))
 
 
+@pytest.mark.parametrize("upstream", [1.0, 10.0, 1e30])
+def test_online_softmax_backward_of_an_all_masked_row_is_zero(upstream):
+    inf = float("-inf")
+    x = rand(3, 6, seed=8).float()
+    x[1] = inf
+    x[2, 3:] = inf
+    x.requires_grad_()
+    g = rand(3, 6, seed=9).float() * upstream
+    for block_size in (1, 4, 6):
+        (grad,) = torch.autograd.grad(
+            flash.online_softmax(x, block_size=block_size), x, g
+        )
+        assert torch.isfinite(grad).all()
+        assert torch.equal(grad[1], torch.zeros(6))
+        (expected,) = torch.autograd.grad(tl.softmax(x), x, g)
+        torch.testing.assert_close(grad, expected, rtol=1e-5, atol=1e-5 * upstream)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_online_softmax_low_precision(dtype):
     x = (rand(6, 40) * 5).to(dtype)
@@ -421,6 +439,26 @@ def test_backward_from_lse_matches_autograd(shape, blocks):
     ref = torch_reference(*leaves, tl.causal_mask(T_q, T_k))
     for got, exp in zip(grads, torch.autograd.grad(ref, leaves, g), strict=True):
         torch.testing.assert_close(got, exp, **TIGHT)
+
+
+@pytest.mark.parametrize("upstream", [1.0, 10.0, 1e6])
+def test_autograd_through_tiled_attention_with_a_fully_masked_row(upstream):
+    """Autograd through the forward loop (not the hand-written backward): the empty
+    row's output is divided by 1, not by the smallest float, so a large upstream
+    gradient gives no inf * 0 = NaN in dV; the other rows' gradients are PyTorch's."""
+    q, k, v = (t.float().requires_grad_() for t in qkv(1, 1, 4, 5, 3, 3))
+    mask = torch.ones(4, 5, dtype=torch.bool)
+    mask[1] = False
+    g = rand(1, 1, 4, 3, seed=3).float() * upstream
+    got = torch.autograd.grad(tl.tiled_attention(q, k, v, mask, 2, 2), (q, k, v), g)
+    assert all(torch.isfinite(t).all() for t in got)
+    assert torch.equal(got[0][..., 1, :], torch.zeros(1, 1, 3))
+    keep = [0, 2, 3]  # PyTorch's own attention, without the empty row
+    ref = F.scaled_dot_product_attention(q[..., keep, :], k, v, attn_mask=mask[keep])
+    expected = torch.autograd.grad(ref, (q, k, v), g[..., keep, :])
+    torch.testing.assert_close(got[0][..., keep, :], expected[0][..., keep, :])
+    torch.testing.assert_close(got[1], expected[1], rtol=1e-4, atol=1e-5 * upstream)
+    torch.testing.assert_close(got[2], expected[2], rtol=1e-4, atol=1e-5 * upstream)
 
 
 def test_backward_of_a_fully_masked_row_is_zero():

@@ -133,9 +133,11 @@ def test_initialisation_follows_init_std_and_depth():
     cfg = small(d_model=64, d_ff=256, n_layers=8, init_std=0.1)
     model = tl.GPT(cfg)
     blk = model.blocks[0]
-    assert abs(blk.attn.q_proj.weight.std().item() - 0.1) < 0.01
+    assert abs(blk.self_attn.q_proj.weight.std().item() - 0.1) < 0.01
     assert abs(blk.ffn.linear2.weight.std().item() - 0.1 / 4) < 0.003  # / sqrt(2 N)
-    assert (blk.attn.q_proj.bias == 0).all() and (blk.norm1.weight == 1).all()
+    assert (blk.self_attn.q_proj.bias == 0).all() and (
+        blk.self_attn_block.norm.weight == 1
+    ).all()
 
 
 def test_tied_embeddings_share_one_matrix():
@@ -151,13 +153,13 @@ def test_logits_are_the_formula():
     idx = tokens(2, 6, 23)
     blk = model.blocks[0]
     x = model.tok_emb.weight[idx] + model.pos_emb.weight[:6]
-    z = blk.norm1(x)
-    q = blk.attn.q_proj(z).view(2, 6, 4, 8).transpose(1, 2)
-    k = blk.attn.k_proj(z).view(2, 6, 4, 8).transpose(1, 2)
-    v = blk.attn.v_proj(z).view(2, 6, 4, 8).transpose(1, 2)
+    z = blk.self_attn_block.norm(x)
+    q = blk.self_attn.q_proj(z).view(2, 6, 4, 8).transpose(1, 2)
+    k = blk.self_attn.k_proj(z).view(2, 6, 4, 8).transpose(1, 2)
+    v = blk.self_attn.v_proj(z).view(2, 6, 4, 8).transpose(1, 2)
     a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    x = x + blk.attn.o_proj(a.transpose(1, 2).reshape(2, 6, 32))
-    h = blk.ffn.linear1(blk.norm2(x))
+    x = x + blk.self_attn.o_proj(a.transpose(1, 2).reshape(2, 6, 32))
+    h = blk.ffn.linear1(blk.ffn_block.norm(x))
     x = x + blk.ffn.linear2(F.gelu(h, approximate="tanh"))
     exact(model(idx), model.norm_f(x) @ model.tok_emb.weight.T)
 
@@ -167,7 +169,7 @@ def test_errors_name_the_numbers():
     with pytest.raises(ValueError, match="12 positions, more than max_len=10"):
         model(tokens(1, 12, 23))
     with pytest.raises(
-        ValueError, match=r"6 tokens and 6 new tokens need 11 .*max_len=10"
+        ValueError, match=r"6 tokens and 6 new tokens .*needs 11 .*max_len=10"
     ):
         model.generate(tokens(1, 6, 23), 6)
     model.generate(tokens(1, 6, 23), 5)  # 10 positions: fits
@@ -265,8 +267,8 @@ def test_rope_layouts_give_the_same_model_through_the_permutation(bias, n_kv_hea
     assert half.cfg.rope_layout == "half" and half.blocks[0].rope_layout == "half"
     idx = tokens(2, 15, 23, seed=6)
     exact(half(idx), inter(idx))
-    exact(half.with_rope_layout("interleaved").state_dict()["blocks.0.attn.q_proj.weight"],
-          inter.state_dict()["blocks.0.attn.q_proj.weight"])  # fmt: skip
+    exact(half.with_rope_layout("interleaved").state_dict()["blocks.0.self_attn.q_proj.weight"],
+          inter.state_dict()["blocks.0.self_attn.q_proj.weight"])  # fmt: skip
     # the layout matters without the permutation
     plain_half = build(small(**{**cfg.__dict__, "rope_layout": "half"}))
     assert not torch.allclose(plain_half(idx), inter(idx))
@@ -411,3 +413,29 @@ def test_from_hf_refuses_what_it_cannot_model():
         tl.GPT.from_hf(hf_model("llama", head_dim=16))
     with pytest.raises(ValueError, match="scale_attn_by_inverse_layer_idx"):
         tl.GPT.from_hf(hf_model("gpt2", scale_attn_by_inverse_layer_idx=True))
+
+
+def test_block_wiring_is_residual_and_its_trace():
+    """GPTBlock wires its sublayers through two Pre-LN Residuals (self_attn_block,
+    ffn_block); its trace holds the formula's intermediates and what the heads computed,
+    and tracing changes no number."""
+    model = build(small(n_layers=1))
+    blk = model.blocks[0]
+    assert isinstance(blk.self_attn_block, tl.Residual) and blk.ffn_block.norm_first
+    x = torch.randn(2, 6, 32)
+    positions = torch.arange(6)
+    trace = {}
+    out, _ = blk(x, positions, trace=trace)
+    z_attn = blk.self_attention(blk.self_attn_block.norm(x), positions)[0]
+    x_attn = x + z_attn  # eq. pre-ln
+    z_ffn = blk.ffn(blk.ffn_block.norm(x_attn))
+    want = {"X": x, "Z_attn": z_attn, "X_attn": x_attn, "Z_ffn": z_ffn}
+    for name, tensor in {**want, "X_out": x_attn + z_ffn}.items():
+        torch.testing.assert_close(trace[name], tensor)
+    torch.testing.assert_close(out, x_attn + z_ffn)
+    heads = trace["self_attn"]
+    assert heads["q"].shape == (2, 4, 6, 8) and torch.equal(
+        heads["weights"], trace["weights"]
+    )
+    torch.testing.assert_close(heads["heads"], heads["weights"] @ heads["v"])
+    assert torch.equal(out, blk(x, positions, need_weights=True)[0])

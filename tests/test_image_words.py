@@ -114,6 +114,35 @@ def test_words_are_drawn_in_the_language_then_english_again(caplog):
     plt.close(fig)
 
 
+def test_tick_labels_that_are_words_with_numbers_are_drawn_in_the_language():
+    """``layer 1, head 2`` or ``keys 0–3`` on an axis are words; the tokens of an
+    example sentence on the other axis are data, even when the table has them."""
+    fig, ax = plt.subplots(figsize=(3, 2), dpi=50)
+    ax.imshow(np.arange(4.0).reshape(2, 2))
+    ax.set_yticks([0, 1], ["layer 1, head 2", "keys 0–3"])
+    ax.set_xticks([0, 1], ["the", "cat"])
+    english = _png(fig)
+    table = {"layer {0}, head {1}": "第 {0} 层，头 {1}", "keys {0}–{1}": "键 {0}–{1}"}
+    table["the"] = "这"
+    with image_words.drawn_in(fig, "zh_CN", table, FONTS["zh_CN"]) as words:
+        chinese = _png(fig)
+        assert [t.get_text() for t in ax.get_yticklabels()] == [
+            "第 1 层，头 2",
+            "键 0–3",
+        ]
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["the", "cat"]
+        family = ax.get_yticklabels()[0].get_fontfamily()
+        assert family[0] == FONTS["zh_CN"], family
+    assert list(words.seen) == ["layer {0}, head {1}", "keys {0}–{1}"]
+    assert chinese != english
+    assert _png(fig) == english  # English labels and font again
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "layer 1, head 2",
+        "keys 0–3",
+    ]
+    plt.close(fig)
+
+
 def test_a_missing_font_is_a_clear_error():
     with pytest.raises(RuntimeError, match="No Such CJK Font.*fonts-noto-cjk"):
         image_words.Words("zh_CN", TABLE, "No Such CJK Font")
@@ -138,10 +167,15 @@ def test_an_explorer_carries_its_pictures_in_each_edition(name):
         bundle, metadata = explorer._repr_mimebundle_()
     finally:
         image_words.render_editions({})
-    entry = metadata["text/html"]
-    assert sorted(entry["tl_editions"]) == ["zh_CN", "zh_TW"]
-    assert entry["tl_words"] == list(collect.seen)
-    for block in entry["tl_editions"].values():
+    types = {lang: image_words.edition_mime("text/html", lang) for lang in LANGUAGES}
+    assert types == {
+        "zh_CN": "text/vnd.tl.zh_CN+html",
+        "zh_TW": "text/vnd.tl.zh_TW+html",
+    }
+    assert sorted(m for m in bundle if ".tl." in m) == sorted(types.values())
+    for mime in types.values():
+        assert metadata[mime]["tl_words"] == list(collect.seen)
+        block = bundle[mime]
         assert "tl-explorer" in block and block != bundle["text/html"]
     assert _frames_json(explorer) == english
 
@@ -150,6 +184,8 @@ def test_an_explorer_without_editions_has_no_metadata():
     explorer = all_explorers()["ch03_softmax.temperature"]()
     assert isinstance(explorer._repr_mimebundle_(), dict)
 
+
+LANGUAGES = ["zh_CN", "zh_TW"]
 
 CHAPTER = [
     "import matplotlib.pyplot as plt\n%matplotlib inline",
@@ -165,6 +201,7 @@ CHAPTER = [
 ]
 
 
+@pytest.mark.slow  # a notebook kernel: not in make test-fast
 def test_a_chapter_executed_for_the_book_carries_every_figure_in_each_edition(
     tmp_path,
 ):
@@ -179,21 +216,29 @@ def test_a_chapter_executed_for_the_book_carries_every_figure_in_each_edition(
     assert status == 0, tests
     executed = nbformat.from_dict(executed)
     assert [c.execution_count for c in executed.cells] == [1, 2, 3, 4, 5]
-    pictures = []
+    outputs = []
     for cell in executed.cells[1:]:
         (out,) = [o for o in cell.outputs if "data" in o]
-        mime = next(m for m in out.data if m.endswith("image/png"))
-        pictures.append((out.data[mime], out.metadata.get("image/png", {})))
-    for english, entry in pictures[:3]:
-        assert sorted(entry["tl_editions"]) == ["zh_CN", "zh_TW"], entry
-        for png in entry["tl_editions"].values():
+        outputs.append(out)
+    # every way of showing a figure (plt.show, display, glue's record) carries the
+    # editions' pictures under their own types, the glued one under glue's prefix
+    prefix = "application/papermill.record/"
+    for out, glued in zip(outputs[:3], [False, False, True], strict=True):
+        english = out.data[prefix * glued + "image/png"]
+        for lang in LANGUAGES:
+            mime = image_words.edition_mime("image/png", lang)
+            png = out.data[prefix * glued + mime]
             assert base64.b64decode(png).startswith(b"\x89PNG") and png != english
-    assert [e["tl_words"] for _, e in pictures[:3]] == [
+    assert [
+        o.metadata[f"image/vnd.tl.{LANGUAGES[0]}+png"]["tl_words"] for o in outputs[:3]
+    ] == [
         ["P after {0} training steps"],
         ["weight"],
         ["weight"],
     ]
-    assert "tl_editions" not in pictures[3][1]  # no words: no second picture
+    assert not [
+        m for m in outputs[3].data if ".tl." in m
+    ]  # no words: no second picture
 
 
 def test_a_chinese_notebook_draws_its_figures_in_its_language_only():
@@ -233,7 +278,10 @@ def test_an_editions_repeated_pictures_are_not_drawn_again():
     # distinct pictures
     assert len(calls) == 6 + 1 + 3
     assert calls[-3:] == [(1, "a"), (2, "a"), (3, "a")]
-    block = metadata["text/html"]["tl_editions"]["zh_CN"]
+    block = bundle["text/vnd.tl.zh_CN+html"]
+    assert metadata["text/vnd.tl.zh_CN+html"]["tl_words"] == [
+        "P after {0} training steps"
+    ]
     english = json.loads(_FRAMES.search(bundle["text/html"]).group(1))
     chinese = json.loads(_FRAMES.search(block).group(1))
     assert {k: f.get("ref") for k, f in chinese.items()} == {
@@ -310,3 +358,112 @@ def torch_tensor(values):
     import torch
 
     return torch.tensor(values)
+
+
+# ------------------------------------------------------------ printed result tables
+TABLE_WORDS = {
+    "path": "路径",
+    "T = {0}, CPU ms": "T = {0}，CPU 毫秒",
+    "tiled {0} x {1}, causal": "分块 {0} x {1}，因果",
+    "largest gap to the explicit `tl` path": "与显式 `tl` 路径的最大差距",
+    "Measured on the three empty rows:": "在三个空行上测得：",
+}
+MARKDOWN_TABLE = (
+    "Measured on the three empty rows:\n\n"
+    "| path | T = 1024, CPU ms | largest gap to the explicit `tl` path |\n"
+    "|:--|--:|--:|\n"
+    "| tiled 256 x 256, causal | 100 | 2.8x |\n"
+    "| `F.sdpa` | 86 | 1.0x |\n"
+    "| MHA | 16 KiB | $h_{kv}$ |"
+)
+
+
+def test_a_markdown_tables_words_are_looked_up_and_its_numbers_kept():
+    seen: dict[str, None] = {}
+    out = image_words.table_in_language(
+        MARKDOWN_TABLE, "text/markdown", TABLE_WORDS, seen
+    )
+    assert out.splitlines() == [
+        "在三个空行上测得：",
+        "",
+        "| 路径 | T = 1024，CPU 毫秒 | 与显式 `tl` 路径的最大差距 |",
+        "|:--|--:|--:|",  # the rule, as it was
+        "| 分块 256 x 256，因果 | 100 | 2.8x |",  # measured numbers are not words
+        "| `F.sdpa` | 86 | 1.0x |",  # code is not words
+        "| MHA | 16 KiB | $h_{kv}$ |",  # a name the table lacks stays
+    ]
+    # every cell with words was looked up, by its key: the catalog's entries
+    assert list(seen) == [
+        "Measured on the three empty rows:",
+        "path",
+        "T = {0}, CPU ms",
+        "largest gap to the explicit `tl` path",
+        "tiled {0} x {1}, causal",
+        "MHA",
+    ]
+
+
+def test_an_html_tables_cells_are_looked_up_and_escaped():
+    html = (
+        "<table><thead><tr><th>path</th><th>T = 2048, CPU ms</th></tr></thead>"
+        '<tbody><tr><td style="text-align:left">tiled 64 x 64, causal</td>'
+        '<td style="text-align:right">1,024</td></tr>'
+        "<tr><td>left &lt; right &amp; up</td><td>0.5</td></tr></tbody></table>"
+    )
+    seen: dict[str, None] = {}
+    table = {**TABLE_WORDS, "left < right & up": "左 < 右 & 上"}
+    out = image_words.table_in_language(html, "text/html", table, seen)
+    assert out == (
+        "<table><thead><tr><th>路径</th><th>T = 2048，CPU 毫秒</th></tr></thead>"
+        '<tbody><tr><td style="text-align:left">分块 64 x 64，因果</td>'
+        '<td style="text-align:right">1,024</td></tr>'
+        "<tr><td>左 &lt; 右 &amp; 上</td><td>0.5</td></tr></tbody></table>"
+    )
+    assert list(seen) == [
+        "path",
+        "T = {0}, CPU ms",
+        "tiled {0} x {1}, causal",
+        "left < right & up",
+    ]
+
+
+def test_only_outputs_holding_a_table_are_tables():
+    assert image_words.is_table(MARKDOWN_TABLE, "text/markdown")
+    assert not image_words.is_table("| not a table |", "text/markdown")
+    source = "```python\n| a | b |\n|---|---|\n```"  # show_source's listing
+    assert not image_words.is_table(source, "text/markdown")
+    assert image_words.is_table("<table><tr><td>1</td></tr></table>", "text/html")
+    assert not image_words.is_table("<div>explorer</div>", "text/html")
+
+
+TABLE_CHAPTER = [
+    "from IPython.display import HTML, Markdown, display",
+    f"display(Markdown({MARKDOWN_TABLE!r}))",
+    "HTML('<table><tr><th>path</th></tr><tr><td>7</td></tr></table>')",
+    "Markdown('no table here: **path**')",
+]
+
+
+@pytest.mark.slow  # a notebook kernel: not in make test-fast
+def test_a_chapter_executed_for_the_book_carries_its_tables_in_each_edition(tmp_path):
+    path = tmp_path / "chapter.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in TABLE_CHAPTER]
+    nbformat.write(nb, path)
+    tw = {**TABLE_WORDS, "path": "路徑", "T = {0}, CPU ms": "T = {0}，CPU 毫秒"}
+    status, tests, executed = execute_chapter(
+        path, tmp_path, tables={"zh_CN": TABLE_WORDS, "zh_TW": tw}
+    )
+    assert status == 0, tests
+    executed = nbformat.from_dict(executed)
+    (markdown,) = [o for o in executed.cells[1].outputs if "data" in o]
+    (html,) = [o for o in executed.cells[2].outputs if "data" in o]
+    (plain,) = [o for o in executed.cells[3].outputs if "data" in o]
+    assert markdown.data["text/markdown"] == MARKDOWN_TABLE  # English as it was
+    zh_cn = markdown.data["text/vnd.tl.zh_CN+markdown"]
+    zh_tw = markdown.data["text/vnd.tl.zh_TW+markdown"]
+    assert "| 路径 | T = 1024，CPU 毫秒 |" in zh_cn and "| 路徑 |" in zh_tw
+    meta = markdown.metadata["text/vnd.tl.zh_TW+markdown"]
+    assert meta["tl_words"][:2] == ["Measured on the three empty rows:", "path"]
+    assert html.data["text/vnd.tl.zh_CN+html"].startswith("<table><tr><th>路径</th>")
+    assert not [m for m in plain.data if ".tl." in m]  # no table: no twin

@@ -57,6 +57,48 @@ def test_softmax_all_masked_slice_is_zero():
     torch.testing.assert_close(y[1], torch.softmax(x[1], -1))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+@pytest.mark.parametrize("upstream", [1.0, 10.0, 1e6, 1e30])
+def test_softmax_backward_of_an_all_masked_slice_is_zero(dtype, upstream):
+    """The additive 0/-inf mask of chapters 4 and 9: scores + mask, then the softmax.
+    A row the mask fills entirely gets zero weights and a zero gradient, whatever the
+    upstream gradient (it used to be NaN from about 3 on, through 1/tiny); the other
+    rows' gradients are PyTorch's."""
+    inf = float("-inf")
+    scores = rand(4, 5, seed=11).to(dtype).requires_grad_()
+    additive = torch.zeros(4, 5, dtype=dtype)
+    additive[1] = inf  # nothing allowed
+    additive[2, ::2] = inf  # some keys allowed
+    additive[3, 1:] = inf  # one key allowed
+    g = rand(4, 5, seed=12).to(dtype) * upstream
+    (grad,) = torch.autograd.grad(tl.softmax(scores + additive), scores, g)
+    assert torch.isfinite(grad).all()
+    assert torch.equal(grad[1], torch.zeros(5, dtype=dtype))
+    rows = [0, 2, 3]
+    ref = scores.detach()[rows].requires_grad_()
+    (expected,) = torch.autograd.grad(
+        torch.softmax(ref + additive[rows], -1), ref, g[rows]
+    )
+    torch.testing.assert_close(grad[rows], expected)
+    # the same through attention: the scores of a fully masked query row get no gradient
+    q, k, v = (rand(1, 4, 3, seed=s).to(dtype).requires_grad_() for s in (1, 2, 3))
+    out, _ = tl.scaled_dot_product_attention(q, k, v, additive[:, :4].isfinite())
+    dq, dk, dv = torch.autograd.grad(
+        out, (q, k, v), rand(1, 4, 3, seed=4).to(dtype) * upstream
+    )
+    assert all(torch.isfinite(t).all() for t in (dq, dk, dv))
+    assert torch.equal(dq[0, 1], torch.zeros(3, dtype=dtype))
+
+
+def test_softmax_has_a_second_derivative_on_masked_rows():
+    x = rand(3, 4, seed=5).requires_grad_()
+    additive = torch.tensor(
+        [[0.0] * 4, [float("-inf")] * 4, [0.0, float("-inf")] * 2], dtype=F64
+    )
+    torch.autograd.gradcheck(lambda t: tl.softmax(t + additive), (x,))
+    torch.autograd.gradgradcheck(lambda t: tl.softmax(t + additive), (x,))
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     rows=st.integers(1, 6),
@@ -262,7 +304,7 @@ def test_mha_matches_torch(d_model, h, B, T_q, T_k, bias):
     ours = tl.MultiHeadAttention.from_torch(mha)
     x, mem = rand(B, T_q, d_model, seed=1), rand(B, T_k, d_model, seed=2)
     # self-attention (T_q keys), with a causal mask
-    out, w = ours(x, x, x, tl.causal_mask(T_q))
+    out, w = ours(x, x, x, tl.causal_mask(T_q), need_weights=True)
     exp_out, exp_w = mha(
         x, x, x, attn_mask=~tl.causal_mask(T_q), average_attn_weights=False
     )
@@ -271,7 +313,7 @@ def test_mha_matches_torch(d_model, h, B, T_q, T_k, bias):
     # cross-attention, with a key padding mask
     lengths = torch.tensor([T_k - i % T_k for i in range(B)])
     key_padding = torch.arange(T_k)[None, :] >= lengths[:, None]
-    out, w = ours(x, mem, mem, tl.key_padding_to_attend(key_padding))
+    out, w = ours(x, mem, mem, tl.key_padding_to_attend(key_padding), need_weights=True)
     exp_out, exp_w = mha(
         x, mem, mem, key_padding_mask=key_padding, average_attn_weights=False
     )
@@ -290,7 +332,7 @@ def test_gqa_fused_equals_explicit(h, h_kv):
     m = tl.MultiHeadAttention(24, h, h_kv).double()
     x = rand(2, 7, 24)
     mask = tl.padding_mask([7, 4], 7) & tl.causal_mask(7)
-    a, w = m(x, x, x, mask)
+    a, w = m(x, x, x, mask, need_weights=True)
     b, _ = m(x, x, x, mask, need_weights=False)
     torch.testing.assert_close(a, b)
     assert w.shape == (2, h, 7, 7)
@@ -598,6 +640,19 @@ def rewired_decoder(layer: tl.DecoderLayer, y, memory, self_mask, cross_mask) ->
     }
 
 
+def heads_of(mha, a: dict, weights: torch.Tensor, z: torch.Tensor) -> None:
+    """An attention's trace (MultiHeadAttention.attend's): its q, k, v, mask give its
+    weights by the formula, its heads' outputs are weights @ v, and Concat, W_O of them
+    is the sublayer's output z."""
+    s = a["q"] @ a["k"].transpose(-2, -1) / math.sqrt(a["q"].size(-1))
+    if a["mask"] is not None:
+        s = s.masked_fill(~a["mask"], float("-inf"))
+    torch.testing.assert_close(a["weights"], weights, atol=1e-14, rtol=0)
+    torch.testing.assert_close(torch.softmax(s, -1), weights, atol=1e-14, rtol=0)
+    torch.testing.assert_close(a["heads"], weights @ a["v"], atol=1e-14, rtol=0)
+    torch.testing.assert_close(mha.o_proj(tl.merge_heads(a["heads"])), z)
+
+
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
 def test_encoder_trace_is_the_chapter_9_chain(norm_first):
     ref, layer, _, _ = torch_layers(norm_first)
@@ -605,6 +660,7 @@ def test_encoder_trace_is_the_chapter_9_chain(norm_first):
     trace = {}
     out = layer(x, mask, trace=trace)
     want = rewired_encoder(layer, x, mask)
+    heads_of(layer.self_attn, trace.pop("self_attn"), want["weights"], want["Z_attn"])
     assert set(trace) == set(want)
     for name, tensor in want.items():
         torch.testing.assert_close(trace[name], tensor, atol=1e-14, rtol=0)
@@ -624,6 +680,9 @@ def test_decoder_trace_is_the_chapter_10_chain(norm_first):
     trace = {}
     out = layer(y, memory, causal, pad, trace=trace)
     want = rewired_decoder(layer, y, memory, causal, pad)
+    a, c = trace.pop("self_attn"), trace.pop("cross_attn")
+    heads_of(layer.self_attn, a, want["self_weights"], want["Z_masked_attn"])
+    heads_of(layer.cross_attn, c, want["cross_weights"], want["Z_cross_attn"])
     assert set(trace) == set(want)
     for name, tensor in want.items():
         torch.testing.assert_close(trace[name], tensor, atol=1e-14, rtol=0)
@@ -661,8 +720,9 @@ def test_decoder_cached_step_is_forward_one_position_at_a_time(norm_first, n_kv_
     layer(y[:, :1], None, None, pad, cache=cache.slot(0), trace=trace)
     assert set(trace) == set(rewired_decoder(layer, y, memory, None, pad)) - {
         "Z_encoder_output"
-    }
+    } | {"self_attn", "cross_attn"}
     assert trace["cross_weights"].shape == (2, 4, 1, 6)
+    assert trace["cross_attn"]["k"].shape == (2, 4, 6, 6)  # the cached K, h heads
 
 
 def test_layers_have_no_old_sublayer_names():

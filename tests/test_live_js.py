@@ -320,7 +320,7 @@ def test_multi_head_attention(page, n_kv_heads, masked):
         h_kv=n_kv_heads,
         masked=masked,
     )
-    want_out, want_w = mha(query[None], key[None], key[None], mask)
+    want_out, want_w = mha(query[None], key[None], key[None], mask, need_weights=True)
     close(got[0], want_out[0])
     close(got[1], want_w[0])
 

@@ -8,6 +8,7 @@ file that does not fit is refused with a message (``make test-site``; needs ``ma
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,10 +19,10 @@ from conftest import serve
 
 import transformer_lib as tl
 from transformer_lib.demos import addition, reversal
-from transformer_lib.viz.live_panel import WORDS, LivePanel
+from transformer_lib.viz.live_panel import WORDS, page_trace
 
 ROOT = Path(__file__).resolve().parent.parent
-SITE = ROOT / "_build" / "html"
+SITE = Path(os.environ.get("TL_SITE_DIR", ROOT / "_build" / "html"))  # or another build
 EDITIONS = ["", "zh_CN/", "zh_TW/"]
 PAGES = {"reversal": "book/11_toy_model.html", "addition": "book/14_decoder_only.html"}
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -89,6 +90,22 @@ def _exported(name: str) -> torch.nn.Module:
     return tl.load_exported(SITE / "_static" / "live" / f"{name}.safetensors")
 
 
+def _greedy(model: torch.nn.Module, text: str) -> tuple[list[int], list[int]]:
+    """PyTorch's greedy answer to the panel's input ``text``: (the tokens the model
+    reads, the answer's tokens), the tokens read as the task defines them."""
+    with torch.no_grad():
+        if isinstance(model, tl.GPT):
+            a, b = text.rstrip("=").split("+")
+            n = (model.cfg.max_len - 3) // 3
+            full = addition.encode(torch.tensor([int(a)]), torch.tensor([int(b)]), n)
+            prompt = full[:, : addition.prompt_len(n)]
+            answer = model.generate(prompt, n + 1)[0].tolist()
+            return prompt[0].tolist(), answer
+        vocab = reversal.token_labels(range(model.cfg.vocab_size))
+        src = [vocab.index(t) for t in text.split()]
+        return src, model.generate(torch.tensor([src]), len(src))[0].tolist()
+
+
 @pytest.mark.parametrize("edition", EDITIONS)
 @pytest.mark.parametrize("name", list(PAGES))
 def test_own_input_gives_answer_maps_and_chain(browser, server, edition, name):
@@ -99,10 +116,11 @@ def test_own_input_gives_answer_maps_and_chain(browser, server, edition, name):
     panel = Panel(browser, server, edition + PAGES[name])
     try:
         example = panel.root.get_attribute("data-example")
-        expected = LivePanel(model, name, length=8 if name == "reversal" else None)
-        got = expected.run(example)
-        labels = [expected.vocab[i] for i in got["answer"]]
-        assert panel.answer() == labels, (panel.answer(), labels)
+        _, answer = _greedy(model, example)
+        labels = tl.read_metadata(SITE / "_static" / "live" / f"{name}.safetensors")[
+            "vocab"
+        ]
+        assert panel.answer() == [labels[i] for i in answer], panel.answer()
         maps = panel.root.locator(".tl-live-map canvas")
         assert maps.count() == L * H
         weights = panel.root.locator(".tl-live-chain-table tr td:last-child")
@@ -127,17 +145,25 @@ def test_probabilities_and_chain_are_pytorchs(browser, server):
     panel = Panel(browser, server, PAGES["addition"])
     try:
         assert panel.type("58+67=") == "done"
-        run = LivePanel(model, "addition").run("58+67=")
+        prompt, answer = _greedy(model, "58+67=")
+        tokens = prompt + answer
+        with torch.no_grad():
+            steps = [
+                torch.softmax(
+                    model(torch.tensor([tokens[: len(prompt) + j]]))[0, -1], -1
+                )
+                for j in range(len(answer))
+            ]
         rows = panel.root.locator(".tl-live-probs tr")
-        for j, p in enumerate(run["steps"]):
+        for j, p in enumerate(steps):
             shown = rows.nth(j + 1).locator("td").all_inner_texts()
             assert len(shown) == model.cfg.vocab_size
             for text, x in zip(shown, p.tolist(), strict=True):
                 value = float(text.replace("\u2212", "-"))
                 assert abs(value - x) < 1.5e-3, (j, shown, p)
         # the chain: the last layer, head 1, the "=" query (the page's first choice)
-        _, per_layer, _, _ = run["kinds"]["self"]
-        a, i = per_layer[-1], 2 * 3 + 1
+        a = page_trace(model, tokens[: model.cfg.max_len])["layers"][-1]["self"]
+        i = 2 * 3 + 1
         cells = panel.root.locator(".tl-live-chain-table tr")
         for j in range(i + 1):
             texts = cells.nth(j + 1).locator("td").all_inner_texts()
@@ -145,13 +171,12 @@ def test_probabilities_and_chain_are_pytorchs(browser, server):
                 float(t.replace("\u2212", "-")) for t in (texts[0], texts[1], texts[3])
             ]
             want = [
-                float(a["scores"][0, i, j]),
-                float(a["scores"][0, i, j]) * a["scale"],
-                float(a["weights"][0, i, j]),
+                a["scores"][0][i][j],
+                a["scores"][0][i][j] * a["scale"],
+                a["weights"][0][i][j],
             ]
             assert all(abs(x - y) < 1.5e-3 for x, y in zip(num, want, strict=True))
-        answer = "".join(panel.answer())
-        assert answer == "".join(addition.token_labels(run["answer"]))
+        assert "".join(panel.answer()) == "".join(addition.token_labels(answer))
     finally:
         panel.close()
 
@@ -234,16 +259,18 @@ def test_own_model_runs_and_a_misfit_is_refused(browser, server, tmp_path):
         assert note.inner_text().startswith(WORDS["file_not-safetensors"][:20])
         chooser.set_input_files(str(wrong))
         panel.page.wait_for_function(
-            "() => /configuration/.test(document.querySelector('.tl-live-own').textContent)"
+            "() => /transformer: n_layers=2/.test("
+            "document.querySelector('.tl-live-own').textContent)"
         )
+        assert note.inner_text().startswith("This file does not hold an adder.")
         chooser.set_input_files(str(own))
         panel.page.wait_for_function(
             "() => /mine\\.safetensors/.test(document.querySelector('.tl-live-own').textContent)"
         )
         assert panel.type("347+85=") == "refused"  # 3 digits: too many for this model
         assert panel.type("47+85=") == "done"
-        run = LivePanel(mine, "addition").run("47+85=")
-        assert panel.answer() == addition.token_labels(run["answer"])
+        _, answer = _greedy(mine, "47+85=")
+        assert panel.answer() == addition.token_labels(answer)
         assert panel.root.locator(".tl-live-map canvas").count() == 8
     finally:
         panel.close()
@@ -259,5 +286,77 @@ def test_narrow_screen(browser, server):
             " e => e.getBoundingClientRect().right))"
         )
         assert width <= 390, width
+    finally:
+        panel.close()
+
+
+# (n_layers, n_heads, digits or source length): the shapes tl.export_model allows,
+# dropped one after another, so that each model follows one of another shape
+SHAPES = {
+    "addition": [(4, 4, 4), (1, 1, 1), (3, 2, 2), (2, 4, 3), (1, 2, 4)],
+    "reversal": [(4, 4, 8), (1, 1, 3), (2, 2, 5), (3, 4, 1)],
+}
+
+
+def _untrained(name: str, layers: int, heads: int, size: int, path: Path) -> Path:
+    """An untrained model of that shape, exported as a learner would."""
+    torch.manual_seed(layers * 100 + heads * 10 + size)
+    if name == "addition":
+        model = tl.GPT(addition.addition_config(size, n_layers=layers, n_heads=heads))
+        vocab = addition.token_labels(range(12))
+    else:
+        model = reversal.random_model(
+            length=size, n_layers=layers, n_heads=heads, seed=layers
+        )
+        vocab = reversal.token_labels(range(12))
+    return tl.export_model(model, path, vocab=vocab)
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_a_learners_model_of_any_shape_runs(browser, server, tmp_path, name):
+    """Issue 31: each model of SHAPES, dropped on the panel, runs on an example the
+    panel adapts to it: no page error, every map and the chain present, and the
+    layer and head menus of its own sizes, opening on its last layer."""
+    panel = Panel(browser, server, PAGES[name])
+    try:
+        chooser = panel.root.locator("input.tl-live-file")
+        for layers, heads, size in SHAPES[name]:
+            path = _untrained(
+                name,
+                layers,
+                heads,
+                size,
+                tmp_path / f"m{layers}{heads}{size}.safetensors",
+            )
+            chooser.set_input_files(str(path))
+            panel.page.wait_for_function(
+                "f => document.querySelector('.tl-live-own').textContent.includes(f)",
+                arg=path.name,
+            )
+            assert panel.wait() == "done", (name, layers, heads, size)
+            shape = (layers, heads, size)
+            maps = panel.root.locator(".tl-live-map canvas").count()
+            assert maps == layers * heads, shape
+            assert panel.root.locator(".tl-live-chain-table").count() == 1, shape
+            layer_menu = panel.root.locator("select.tl-live-layer option")
+            head_menu = panel.root.locator("select.tl-live-head option")
+            assert layer_menu.count() == layers and head_menu.count() == heads, shape
+            chosen = panel.root.locator("select.tl-live-layer").input_value()
+            assert chosen == str(layers - 1), shape
+            note = panel.root.locator(".tl-live-own").inner_text()
+            assert ("1 layer," if layers == 1 else f"{layers} layers,") in note, note
+            assert ("1 head," if heads == 1 else f"{heads} heads,") in note, note
+            hint = panel.root.locator(".tl-live-hint").inner_text()
+            unit = "digit" if name == "addition" else "symbol"
+            if name == "addition":  # the example fits the model, and the hint says so
+                text = panel.root.locator("input[type=text]").input_value()
+                assert all(len(x) <= size for x in text.rstrip("=").split("+")), text
+                count = f"1 {unit}" if size == 1 else f"{size} {unit}s"
+                example = f"{'3479'[:size]}+{'8516'[: max(1, size - 1)]}="
+                assert count in hint and f"as in {example}," in hint, hint
+            typed = panel.root.locator("input[type=text]").input_value()
+            want = size + 1 if name == "addition" else len(typed.split())
+            assert len(panel.answer()) == want, shape
+        assert not panel.errors, panel.errors
     finally:
         panel.close()

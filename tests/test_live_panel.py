@@ -1,8 +1,10 @@
-"""The live panel on a kernel (transformer_lib/viz/live_panel.py): the text read as
-the page reads it, the refusals, and every attention's intermediates against the
-models' own weights and PyTorch's attention."""
+"""The live panel on a kernel (transformer_lib/viz/live_panel.py): the anywidget whose
+front end is the site's own panel script, and the kernel's answers to it, every
+attention's intermediates against the models' own weights and PyTorch's attention."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,97 +15,102 @@ from transformer_lib.demos import addition, reversal
 from transformer_lib.viz import live
 from transformer_lib.viz.live_panel import (
     WORDS,
-    InputRefused,
     LivePanel,
     attention_trace,
+    page_trace,
     panel_html,
-    parse_addition,
-    parse_reversal,
 )
 
-
-def test_addition_is_read_as_the_model_was_trained():
-    a, b, tokens = parse_addition(" 347 + 85 = ", 3)
-    full = addition.encode(torch.tensor([347]), torch.tensor([85]), 3)[0]
-    assert (a, b) == ("347", "85")
-    assert tokens == full[: addition.prompt_len(3)].tolist()
+ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize(
-    "text, key",
-    [
-        ("347+85", "err_no_equals"),
-        ("1000+1=", "err_digits"),
-        ("1+1=2", "err_after_equals"),
-        ("1-1=", "err_char"),
-        ("1+1+1=", "err_no_plus"),
-        ("+1=", "err_no_plus"),
-        ("  ", "err_empty"),
-    ],
-)
-def test_addition_refusals_name_the_problem(text, key):
-    with pytest.raises(InputRefused) as err:
-        parse_addition(text, 3)
-    assert err.value.key == key
-
-
-def test_reversal_reading_and_refusals():
-    vocab = reversal.token_labels(range(12))
-    assert parse_reversal("c a h", vocab, None) == parse_reversal("CAH", vocab, None)
-    assert parse_reversal("cah", vocab, None) == [4, 2, 9]
-    for text, key in [("cah", "err_length_exact"), ("abcdefgz", "err_char")]:
-        with pytest.raises(InputRefused) as err:
-            parse_reversal(text, vocab, 8)
-        assert err.value.key == key
+def _chain_is_pytorchs(a: dict) -> None:
+    """One attention of the page's Trace: q·k, scaled, masked, softmax, weighted sum,
+    as PyTorch computes them."""
+    q, k, v = (torch.tensor(a[n]) for n in ("q", "k", "v"))
+    mask = torch.tensor(a["mask"])
+    torch.testing.assert_close(torch.tensor(a["scores"]), q @ k.transpose(-2, -1))
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    torch.testing.assert_close(torch.tensor(a["out"]), want)
+    s = (torch.tensor(a["scores"]) * a["scale"]).masked_fill(~mask, float("-inf"))
+    torch.testing.assert_close(torch.tensor(a["weights"]), torch.softmax(s, -1))
 
 
 def test_trace_of_the_encoder_decoder_matches_its_weights_and_pytorch():
     model = reversal.random_model(seed=3)
-    src, tgt = torch.randint(2, 12, (1, 8)), torch.randint(1, 12, (1, 8))
-    logits, seen = attention_trace(model, src, tgt)
-    _, w = model(src, tgt, need_weights=True)
+    src, tgt = torch.randint(2, 12, (8,)).tolist(), torch.randint(1, 12, (8,)).tolist()
+    t = page_trace(model, src, tgt)
+    logits, w = model(torch.tensor([src]), torch.tensor([tgt]), need_weights=True)
+    torch.testing.assert_close(torch.tensor(t["logits"]), logits[0])
     L = model.cfg.n_layers
-    torch.testing.assert_close(logits, model(src, tgt)[0])
-    assert len(seen) == 3 * L
+    assert len(t["encoder"]) == len(t["decoder"]) == L
     for i in range(L):
-        torch.testing.assert_close(seen[i]["weights"], w["encoder"][i][0])
-        torch.testing.assert_close(seen[L + 2 * i]["weights"], w["decoder_self"][i][0])
-        torch.testing.assert_close(seen[L + 2 * i + 1]["weights"], w["cross"][i][0])
-    for a in seen:
-        # the chain: q·k, scaled, masked, softmax, weighted sum, as PyTorch computes it
-        q, k, v, mask = a["q"], a["k"], a["v"], a["mask"]
-        torch.testing.assert_close(a["scores"], q @ k.transpose(-2, -1))
-        want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        torch.testing.assert_close(a["out"], want)
-        s = (a["scores"] * a["scale"]).masked_fill(~mask, float("-inf"))
-        torch.testing.assert_close(a["weights"], torch.softmax(s, -1))
+        got = t["encoder"][i]["self"], t["decoder"][i]["self"], t["decoder"][i]["cross"]
+        want = w["encoder"][i], w["decoder_self"][i], w["cross"][i]
+        for a, maps in zip(got, want, strict=True):
+            torch.testing.assert_close(torch.tensor(a["weights"]), maps[0])
+            _chain_is_pytorchs(a)
     causal = torch.ones(8, 8, dtype=torch.bool).tril()
-    assert torch.equal(seen[L]["mask"], causal)  # the decoder's first self-attention
+    assert torch.equal(torch.tensor(t["decoder"][0]["self"]["mask"]), causal)
+    assert all(all(row) for row in t["encoder"][0]["self"]["mask"])  # no mask: all
 
 
-def test_trace_of_the_gpt_and_its_answer():
+def test_trace_of_a_gqa_rope_gpt_and_its_logits():
     torch.manual_seed(0)
-    model = tl.GPT(addition.addition_config(3)).eval()
+    cfg = tl.GPTConfig.llama(
+        vocab_size=9,
+        d_model=16,
+        n_heads=4,
+        n_kv_heads=2,
+        n_layers=3,
+        d_ff=24,
+        max_len=8,
+    )
+    model = tl.GPT(cfg).eval()
     panel = LivePanel(model, "addition")
-    run = panel.run("347+85=", temperature=0.5)
-    prompt = torch.tensor([parse_addition("347+85=", 3)[2]])
-    assert run["answer"] == model.generate(prompt, 4)[0].tolist()
-    for step, p in enumerate(run["steps"]):
-        logits = model(torch.tensor([run["tokens"][: 8 + step]]))[0, -1]
-        torch.testing.assert_close(p, torch.softmax(logits, -1))
-    _, seen, _, _ = run["kinds"]["self"]
-    _, w = model(torch.tensor([run["tokens"]]), need_weights=True)
-    for a, want in zip(seen, w, strict=True):
-        torch.testing.assert_close(a["weights"], want[0])
-    assert len(run["sampled"]) == 10
-    html = panel.render("347+85=")
-    assert "347 + 85 =" in html and html.count("<figure") == 8
+    ids = [1, 2, 3, 4, 5, 6]
+    logits = panel.answer("logits", [ids])
+    t = panel.answer("trace", [ids])
+    _, w = model(torch.tensor([ids]), need_weights=True)
+    torch.testing.assert_close(torch.tensor(logits), model(torch.tensor([ids]))[0])
+    assert len(t["layers"]) == 3
+    for layer, maps in zip(t["layers"], w, strict=True):
+        a = layer["self"]
+        assert torch.tensor(a["k"]).shape == (4, 6, 4)  # K repeated to h heads
+        torch.testing.assert_close(torch.tensor(a["weights"]), maps[0])
+        _chain_is_pytorchs(a)
 
 
-def test_render_gives_the_message_not_a_picture():
+def test_the_trace_goes_through_trace_and_leaves_no_hook():
+    model = tl.GPT(addition.addition_config(2)).eval()
+    _, traces = attention_trace(model, torch.tensor([[1, 2, 10, 3, 4, 11]]))
+    assert len(traces) == 2 and {"X", "Z_attn", "self_attn"} <= set(traces[0])
+    assert all(not m._forward_pre_hooks for m in model.modules())
+
+
+def test_the_kernel_answers_the_page_and_names_a_bad_request():
     panel = LivePanel(reversal.random_model(), "reversal", length=8)
-    html = panel.render("abc")
-    assert "exactly 8 symbols" in html and "<figure" not in html
+    sent = []
+    panel.send = sent.append  # what would go to the page
+    panel._answer(panel, {"id": 1, "op": "logits", "args": [[2, 3, 4], [1, 4]]}, [])
+    panel._answer(panel, {"id": 2, "op": "logits", "args": [[2, 99], [1]]}, [])
+    panel._answer(panel, {"id": 3, "op": "nonsense", "args": [[2]]}, [])
+    panel._answer(panel, {"id": 4, "op": "trace", "args": "abc"}, [])
+    assert sent[0]["id"] == 1 and len(sent[0]["result"]) == 2  # (T_tgt, V)
+    assert len(sent[0]["result"][0]) == 12
+    assert sent[1]["id"] == 2 and "vocab_size=12" in sent[1]["error"]
+    assert "nonsense" in sent[2]["error"] and "token ids" in sent[3]["error"]
+
+
+def test_the_widget_is_the_sites_script_and_stylesheet():
+    site = ROOT / "book" / "_static"
+    assert str(LivePanel._esm) == (site / "tl-live-panels.js").read_text()
+    assert str(LivePanel._css) == (site / "tl-site.css").read_text()
+    panel = LivePanel(tl.GPT(addition.addition_config(3)), "addition")
+    assert panel.meta["kind"] == "gpt" and panel.meta["config"]["max_len"] == 12
+    bundle = panel._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert 'class="tl-live-panel"' in bundle["text/html"]
 
 
 def test_words_are_in_the_markup_and_translated_on_a_kernel():
@@ -111,13 +118,14 @@ def test_words_are_in_the_markup_and_translated_on_a_kernel():
     assert all(f'data-key="{key}"' in markup for key in WORDS)
     live.use_words({WORDS["run"]: "运行"})
     try:
-        widget = LivePanel(reversal.random_model(), "reversal", length=8).widget()
-        button = widget.children[1].children[1]
-        assert button.description == "运行"
+        panel = LivePanel(reversal.random_model(), "reversal", length=8)
+        assert panel.words["run"] == "运行" and panel.words["layer"] == "Layer"
     finally:
         live.use_words({})
 
 
-def test_unknown_panel_is_refused():
+def test_unknown_panel_and_wrong_vocab_are_refused():
     with pytest.raises(ValueError, match="no live panel"):
         panel_html("translation")
+    with pytest.raises(ValueError, match="vocab has 3 tokens.*vocab_size is 12"):
+        LivePanel(reversal.random_model(), "reversal", vocab=["a", "b", "c"])

@@ -20,8 +20,8 @@ from urllib.request import urlopen
 
 import nbformat
 import pytest
+from built_site import SHOTS
 from conftest import CHROMIUM, CHROMIUM_ARGS
-from test_site import SHOTS
 
 playwright = pytest.importorskip("playwright.sync_api")
 
@@ -168,12 +168,13 @@ def _run_and_toggle(page, lab: str) -> tuple[str | None, str | None]:
 
 
 def test_live_panel_runs_the_pytorch_model_in_jupyterlab(lab):
-    """Chapters 11 and 14's live panel: in JupyterLab its form runs the PyTorch model
-    (the answer, the maps and the chain arrive as the widget's HTML), and an input the
-    model was not trained on gives the message, not a picture."""
+    """Chapters 11 and 14's live panel: in JupyterLab it is an anywidget whose front end
+    is the site's own panel script, and whose numbers come from the PyTorch model on the
+    kernel (the answer, the maps and the chain arrive); an input the model was not
+    trained on gives the message, not a picture."""
     from playwright.sync_api import sync_playwright
 
-    outside = []
+    outside, errors = [], []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -186,11 +187,12 @@ def test_live_panel_runs_the_pytorch_model_in_jupyterlab(lab):
                 r.abort()
 
         page.route("**/*", route)
+        page.on("pageerror", lambda e: errors.append(str(e)))
         try:
             page.goto(f"{lab}/lab/tree/live.ipynb")
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
             prompts = page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt")
-            out = page.locator(".widget-html-content", has_text="<bos>")
+            panel = page.locator(".tl-live-panel[data-state='done']")
             for _attempt in range(8):
                 page.wait_for_timeout(1000)
                 for idx in (2, 3):
@@ -198,22 +200,27 @@ def test_live_panel_runs_the_pytorch_model_in_jupyterlab(lab):
                     page.keyboard.press("Escape")
                     page.keyboard.press("Control+Enter")
                 try:
-                    out.first.wait_for(timeout=15_000)
+                    panel.first.wait_for(timeout=30_000)
                     break
                 except Exception:
                     continue
             else:
                 raise AssertionError("the live panel never showed its answer")
+            # the widget's view, not the site's markup (which carries its hidden words)
+            assert page.locator(".tl-live-words").count() == 0
+            root = panel.first
+            assert root.locator(".tl-live-answer .tl-live-tok.new").count() == 8
             assert (
-                page.locator(".tl-live-panel").count() == 0
-            )  # the widget, not the site's
-            assert out.first.locator("figure").count() == 8  # 2 layers x 4 heads
-            box = page.locator(".widget-text input[type='text']").first
+                root.locator(".tl-live-map canvas").count() == 8
+            )  # 2 layers x 4 heads
+            assert root.locator(".tl-live-chain-table").count() == 1
+            box = root.locator("input[type='text']")
             box.fill("abc")
             box.press("Enter")
-            page.locator(
-                ".widget-html-content", has_text="exactly 8 symbols"
-            ).first.wait_for(timeout=30_000)
+            page.locator(".tl-live-msg", has_text="exactly 8 symbols").first.wait_for(
+                timeout=30_000
+            )
+            assert root.locator(".tl-live-map").count() == 0
         except Exception:
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / "live-panel-jupyterlab.png"))
@@ -221,3 +228,4 @@ def test_live_panel_runs_the_pytorch_model_in_jupyterlab(lab):
         finally:
             browser.close()
     assert not outside, f"JupyterLab asked other hosts for {outside}"
+    assert not errors, errors

@@ -320,7 +320,7 @@ def test_max_len_errors_name_the_numbers():
     model = random_model()  # max_len = 40
     src = torch.randint(2, 23, (1, 5))
     with pytest.raises(
-        ValueError, match=r"41 new tokens need 41 decoder positions.*max_len=40"
+        ValueError, match=r"41 new tokens \(BOS.*needs 41 positions.*max_len=40"
     ):
         model.generate(src, 41)
     with pytest.raises(ValueError, match=r"41 positions.*max_len=40"):

@@ -17,6 +17,10 @@ import transformer_lib as tl
 from transformer_lib import parallel
 from transformer_lib.costs import ring_attention_bytes_sent
 
+# process groups on gloo and a torchrun script: not in make test-fast
+pytestmark = pytest.mark.slow
+
+
 F64 = torch.float64
 
 

@@ -9,7 +9,8 @@ errors, every image has loaded, all math is typeset by the site's own MathJax (n
 everything outside the shared ``_static/``) stay under 2 MB. On every interactive
 figure, each control changes what the reader sees (screenshots before and after differ)
 and hovering a heatmap cell shows its value. Search finds "softmax"; Chinese text is
-drawn with a CJK font; the Binder, Colab and download buttons point at the repository.
+drawn with a CJK font. The checks of the built files that need no browser are in
+tests/test_site_files.py; the site's location, pages and report in tests/built_site.py.
 
 On failure, screenshots go to ``_build/screenshots/``; ``TL_SITE_SHOTS=1`` saves one of
 every page. A per-page report (bytes transferred, own bytes, interactive figures, load
@@ -20,30 +21,30 @@ ends (tests/conftest.py; the pages may be visited by several pytest-xdist worker
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
-from html import unescape as html_unescape
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
+from built_site import (
+    EDITION_PAGES,
+    EDITIONS,
+    PAGES,
+    SHOTS,
+    SITE,
+    _record,
+)
 from conftest import QuietHandler, serve
 
-ROOT = Path(__file__).resolve().parent.parent
-BOOK = Path(
-    os.environ.get("TL_BOOK_DIR", ROOT)
-)  # the sources (_toc.yml, _config.yml, notebooks) of SITE
-SITE = Path(os.environ.get("TL_SITE_DIR", BOOK / "_build" / "html"))
-SHOTS = ROOT / "_build" / "screenshots"
-REPORT = ROOT / "_build" / "site-report.md"
-ROWS = ROOT / "_build" / "site-report-rows"  # one JSON file per visited page or search
 PAGE_BUDGET = (
     2 * 1024 * 1024
 )  # a page's own content (not the shared theme and MathJax under _static/)
+
+
 SAVE_ALL_SHOTS = os.environ.get("TL_SITE_SHOTS") == "1"
+
 
 # What a reader sees when a notebook output could not be rendered without a kernel.
 DEAD_WIDGET_TEXT = re.compile(
@@ -52,41 +53,12 @@ DEAD_WIDGET_TEXT = re.compile(
     r"<Figure size \d|<matplotlib\.|<IPython\.core\.display|"
     r"<[\w.]+ (?:object )?at 0x[0-9a-fA-F]+>"  # a bare object repr, e.g. <torch._C.Generator at 0x7f...>
 )
+
+
 # TeX that MathJax should have typeset but did not.
 RAW_MATH = re.compile(
     r"\\\[|\\\]|\$\$|\\frac|\\\(|\\sqrt\{|\\mathrm\{|\\top\b|\\begin\{"
 )
-
-
-def _toc_pages() -> list[str]:
-    """Every page of the book, as paths of the built site, in _toc.yml's order."""
-    toc = yaml.safe_load((BOOK / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                files.append(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk({k: v for k, v in toc.items() if k != "root"})
-    return [re.sub(r"\.(ipynb|md)$", "", f) + ".html" for f in files]
-
-
-PAGES = _toc_pages()
-# The book's editions: English at the site root, the Chinese ones in their own directory
-# (booktools/editions.py); every page exists in each.
-EDITIONS = {"": "en", "zh_CN/": "zh-CN", "zh_TW/": "zh-TW"}
-EDITION_PAGES = [e + p for e in EDITIONS for p in PAGES]
-
-
-def _notebook_sources() -> list[Path]:
-    stems = [p[: -len(".html")] for p in PAGES]
-    return [BOOK / f"{s}.ipynb" for s in stems if (BOOK / f"{s}.ipynb").exists()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,17 +73,6 @@ class _CountingHandler(QuietHandler):
         data = source.read()
         outputfile.write(data)
         self.served.append((urlsplit(self.path).path, len(data)))
-
-
-@pytest.fixture(scope="module")
-def site() -> Path:
-    if not (SITE / "index.html").is_file():
-        pytest.fail(
-            f"No built site at {SITE}: run `make book` first (make test builds it before this test)."
-        )
-    missing = [p for p in EDITION_PAGES if not (SITE / p).is_file()]
-    assert not missing, f"pages listed in _toc.yml but not built: {missing}"
-    return SITE
 
 
 @pytest.fixture(scope="module")
@@ -271,41 +232,6 @@ async () => {
 """
 
 
-def _record(kind: str, key: str, row) -> None:
-    """Keep one row of the report (written by write_report when the run ends)."""
-    ROWS.mkdir(parents=True, exist_ok=True)
-    name = re.sub(r"[^\w.-]+", "_", f"{kind}-{key}") + ".json"
-    (ROWS / name).write_text(json.dumps({"kind": kind, "key": key, "row": row}))
-
-
-def write_report() -> Path | None:
-    """The per-page report of the pages and searches this run recorded."""
-    if not ROWS.is_dir():
-        return None
-    recorded = [json.loads(p.read_text()) for p in ROWS.glob("*.json")]
-    pages = {r["key"]: r["row"] for r in recorded if r["kind"] == "page"}
-    searches = {r["key"]: r["row"] for r in recorded if r["kind"] == "search"}
-    if not pages and not searches:
-        return None
-    order = {p: i for i, p in enumerate(EDITION_PAGES)}
-    rows = [
-        "| page | title | requests | bytes transferred | own bytes | interactive figures | images | math | CJK runs | load s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for path, r in sorted(pages.items(), key=lambda kv: order.get(kv[0], 10**6)):
-        rows.append(
-            f"| {path} | {r['title'].split(' — ')[0]} | {r['requests']} | {r['bytes']:,} | {r['own']:,} "
-            f"| {r['figures']} | {r['images']} | {r['math']} | {r['cjk']} | {r['seconds']:.1f} |"
-        )
-    total = sum(r["figures"] for r in pages.values())
-    rows.append(f"\n{len(pages)} pages, {total} interactive figures.")
-    for query, found in sorted(searches.items()):
-        rows.append(f"\nsearch {query}: {len(found)} pages, {', '.join(found[:5])}")
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text("\n".join(rows) + "\n")
-    return REPORT
-
-
 def _context_around(text: str, match: re.Match, width: int = 60) -> str:
     return text[max(0, match.start() - width) : match.end() + width].replace("\n", " ")
 
@@ -327,11 +253,15 @@ def _change_control(control, kind: str, attempt: int, initial) -> None:
 # The controls' values on show, and a way to put them back (as a reload of the page
 # would).
 READ_CONTROLS_JS = "el => Array.from(el.querySelectorAll('[data-k]')).map(c => c.type === 'checkbox' ? c.checked : c.value)"
+
+
 RESET_CONTROLS_JS = """(el, init) => {
   const ctls = Array.from(el.querySelectorAll('[data-k]'));
   ctls.forEach((c, k) => { if (c.type === 'checkbox') c.checked = init[k]; else c.value = init[k]; });
   ctls[0].dispatchEvent(new Event('input'));
 }"""
+
+
 # The hover boxes of the frame on show (null when its figure has no heatmap).
 HOVER_BOX_JS = """el => {
   const frames = JSON.parse(el.querySelector('script.tl-frames').textContent);
@@ -450,6 +380,8 @@ MARK_CJK_JS = r"""() => {
   }
   return n;
 }"""
+
+
 CJK_FONT = re.compile(
     r"CJK|Han Sans|Noto Sans [ST]C|Hei|Song|Ming|PingFang|YaHei|WenQuanYi"
 )
@@ -605,33 +537,6 @@ def test_page_works_offline(context, server, path):
         visit.close()
 
 
-# The interactive figures the book promises; each must have a kernel-free twin
-# on its page.
-REQUIRED_FIGURES = {
-    "book/02_scores_and_scale.html": "the sqrt(d_k) scale and temperature on attention weights",
-    "book/04_masks.html": "the mask toggles",
-    "book/05_multi_head.html": "the head selector",
-    "book/08_positional_encoding.html": "the positional-encoding explorer",
-    "book/11_toy_model.html": "the toy model's attention maps by layer and head",
-    "book/14_decoder_only.html": "the adder's attention maps by problem, layer and head",
-    "book/15_sampling.html": "the next-token distribution under temperature, top-k, top-p",
-    "book/16_modern_block.html": "RoPE's two layouts as matrices, LayerNorm vs RMSNorm",
-    "book/17_length_extrapolation.html": "attention and accuracy past the training length",
-    "book/18_attention_across_processes.html": "the ring's schedule and running error",
-}
-
-
-@pytest.mark.parametrize("path", sorted(REQUIRED_FIGURES))
-def test_promised_interactive_figures_are_on_the_site(site, path):
-    if path not in PAGES:
-        pytest.fail(f"{path} is not in _toc.yml")
-    html = (site / path).read_text(encoding="utf-8")
-    n = html.count('class="tl-explorer"')
-    assert n >= 1, (
-        f"{path} has no kernel-free interactive figure for {REQUIRED_FIGURES[path]}"
-    )
-
-
 def test_math_is_typeset_by_the_sites_own_mathjax(context, server):
     """At least one page has math, and it is MathJax 3 from _static/mathjax that
     typesets it."""
@@ -748,195 +653,6 @@ def test_chinese_text_uses_a_cjk_font(context, server):
     )
 
 
-def test_launch_and_download_buttons(site):
-    """Each chapter offers Binder, Colab and a download of its .ipynb, all pointing at
-    the repository."""
-    config = yaml.safe_load((BOOK / "_config.yml").read_text())
-    repo = config["repository"]["url"].rstrip("/")
-    owner_repo = urlsplit(repo).path.strip("/")
-    notebooks = [p for p in PAGES if (BOOK / p.replace(".html", ".ipynb")).exists()]
-    assert notebooks
-    for path in notebooks:
-        html = (site / path).read_text(encoding="utf-8")
-        nb = path.replace(".html", ".ipynb")
-        assert f"mybinder.org/v2/gh/{owner_repo}/" in html and nb in html, (
-            f"{path}: no Binder button"
-        )
-        assert f"colab.research.google.com/github/{owner_repo}/blob/" in html, (
-            f"{path}: no Colab button"
-        )
-        download = re.search(r'href="([^"]*_sources/[^"]*\.ipynb)"', html)
-        assert download, f"{path}: no download-.ipynb button"
-        target = (site / Path(path).parent / download.group(1)).resolve()
-        assert target.is_file(), f"{path}: download button points at missing {target}"
-
-
-def test_figure_catalog_has_exactly_the_words_of_the_figures(site):
-    """locales/zh_CN/LC_MESSAGES/figures.po holds every title, control label, option,
-    hover hint, hover row and column name and masked-cell word of the executed
-    interactive figures, and nothing else (`make catalogs` refreshes it)."""
-    from babel.messages.pofile import read_po
-
-    from booktools.figures import figure_words
-
-    words = figure_words()
-    on_pages = set(_figure_words_on("".join(
-        (site / page).read_text(encoding="utf-8") for page in PAGES
-    )))  # fmt: skip
-    assert set(words) == on_pages, "the figures' recorded words are not their HTML's"
-    path = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "figures.po"
-    with path.open("rb") as f:
-        catalog = {str(m.id) for m in read_po(f) if m.id}
-    assert words, "no interactive figure on the English site"
-    assert set(words) == catalog, (
-        f"run `make catalogs`: missing {sorted(set(words) - catalog)[:5]}, "
-        f"stale {sorted(catalog - set(words))[:5]}"
-    )
-
-
-# the words of an interactive figure's HTML block (static.to_html), read back from a page
-FIGURE_WORDS = re.compile(
-    r'class="tl-explorer-title[^"]*"[^>]*>(?P<a>.*?)</div>'
-    r'|class="tl-ctl-label[^"]*">(?P<b>.*?)</span>'
-    r"|<option[^>]*>(?P<c>.*?)</option>"
-    r'|class="tl-explorer-hint">(?P<d>.*?)</div>'
-    r'|"(?:rn|cn|masked)":"(?P<e>(?:[^"\\]|\\.)*)"',
-    re.S,
-)
-EXPLORER = re.compile(
-    r'<div class="tl-explorer".*?class="tl-describe">.*?</script>', re.S
-)
-ALT = re.compile(r'<img alt="([^"]*)"')
-
-
-def _figure_words_on(page: str) -> list[str]:
-    """The words of a page's interactive figures, in page order."""
-    out = []
-    for block in EXPLORER.findall(page):
-        for m in FIGURE_WORDS.finditer(block):
-            text = next(t for t in m.groups() if t is not None)
-            out.append(json.loads(f'"{text}"') if m.group("e") is not None else text)
-    # the live panels of chapters 11 and 14 (transformer_lib/viz/live_panel.py)
-    for block in LIVE_PANEL.findall(page):
-        out.extend(LIVE_WORD.findall(block))
-    return [w for w in out if w]
-
-
-LIVE_PANEL = re.compile(r'<div class="tl-live-panel".*?</script>', re.S)
-LIVE_WORD = re.compile(
-    r'<span class="tl-live-word" data-key="[^"]*">(.*?)</span>', re.S
-)
-
-
-@pytest.mark.parametrize("edition", [e for e in EDITIONS if e])
-def test_figure_words_are_translated(site, edition):
-    """On a Chinese page, the interactive figures' words (titles, labels, options, the
-    hover hint and read-out) are the catalog's translations (example sentences and
-    numbers are data and stay), and so is the alt text of each picture."""
-    from babel.messages.pofile import read_po
-
-    path = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "figures.po"
-    with path.open("rb") as f:
-        data = {str(m.id) for m in read_po(f) if m.id and "data" in m.user_comments}
-    cjk = re.compile(r"[\u3400-\u9fff]")
-    english, checked = [], 0
-    for page in PAGES:
-        zh_page = (site / (edition + page)).read_text(encoding="utf-8")
-        for block in EXPLORER.findall(zh_page):
-            alt = ALT.search(block).group(1)
-            if not cjk.search(alt):
-                english.append(f"{page}: alt text {alt[:60]}")
-        en = _figure_words_on((site / page).read_text(encoding="utf-8"))
-        zh = _figure_words_on(zh_page)
-        assert len(en) == len(zh), f"{edition}{page}: figures differ in structure"
-        for a, b in zip(en, zh, strict=True):
-            checked += 1
-            if a == b and a not in data and re.search(r"[A-Za-z]{2,}", a):
-                if not cjk.search(b) and len(re.findall(r"[A-Za-z]{2,}", a)) > 1:
-                    english.append(f"{page}: {a}")
-    assert checked > 100, checked
-    assert not english, f"figure words left in English on {edition}: {english[:5]}"
-
-
-# The words Sphinx, the theme and the build write around a page, in English, where a
-# Chinese page must have its own: (what, a pattern over the page's text or its
-# attributes). Each is on the English pages (checked too), so the check cannot pass
-# for want of something to find.
-ENGLISH_AROUND_THE_PAGE = {
-    "exercise caption": ("text", re.compile(r"\bExercise \d")),
-    "solution title": ("text", re.compile(r"\bSolution to\b")),
-    "show_source line": ("text", re.compile(r"\bSource of\b")),
-    "footer's authors": ("text", re.compile(r"transformer_lib authors|\bBy The\b")),
-    "copyright line": ("text", re.compile(r"© Copyright")),
-    "¶ link tooltip": ("attr", re.compile(r"^Link to this ")),
-}
-
-
-def _page_text(page: str) -> str:
-    page = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
-    return html_unescape(re.sub(r"<[^>]+>", " ", page))
-
-
-def _page_attributes(page: str) -> list[str]:
-    return [
-        html_unescape(m.group(1))
-        for m in re.finditer(
-            r'\s(?:title|aria-label|alt|data-bs-title)="([^"]*)"', page
-        )
-    ]
-
-
-def _catalog_words(name: str) -> set[str]:
-    """The plain (not formatted) English words of a hand-kept catalog of the theme."""
-    from babel.messages.pofile import read_po
-
-    with (ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / f"{name}.po").open("rb") as f:
-        return {str(m.id) for m in read_po(f) if m.id and "%(" not in str(m.id)}
-
-
-@pytest.mark.parametrize("edition", [e for e in EDITIONS if e])
-def test_no_english_words_around_a_chinese_page(site, edition):
-    """The words Sphinx, the theme and the build write around a page come from their
-    catalogs in the edition's language (locales/zh_CN/LC_MESSAGES/sphinx.po and
-    booktheme.po, through book/_templates and booktools/sphinx_ext.py): no exercise
-    caption, "Link to this heading" tooltip, show_source line, footer, theme tooltip
-    or landmark label in English, and every figure caption translated."""
-    theme = _catalog_words("sphinx") | _catalog_words("booktheme")
-    theme |= {"Launch on Binder", "Launch on Colab", "Binder logo", "Colab logo"}
-    theme -= {"logo", "The transformer_lib authors"}  # parts of the ones above
-    theme = {w for w in theme if not re.search(r"[\u3400-\u9fff]", w)}  # English
-    cjk = re.compile(r"[\u3400-\u9fff]")
-    on_english = {what: 0 for what in ENGLISH_AROUND_THE_PAGE}
-    seen, left = set(), []
-    for page in PAGES:
-        en = (site / page).read_text(encoding="utf-8")
-        zh = (site / (edition + page)).read_text(encoding="utf-8")
-        for what, (where, pattern) in ENGLISH_AROUND_THE_PAGE.items():
-            for html, count in ((en, True), (zh, False)):
-                found = (
-                    pattern.findall(_page_text(html))
-                    if where == "text"
-                    else [a for a in _page_attributes(html) if pattern.search(a)]
-                )
-                if count:
-                    on_english[what] += len(found)
-                elif found:
-                    left.append(f"{page}: {what}: {found[0]!r} (x{len(found)})")
-        seen |= theme & set(_page_attributes(en))
-        left += [
-            f"{page}: theme word {a!r}" for a in _page_attributes(zh) if a in theme
-        ]
-        for caption in re.findall(r"<figcaption>(.*?)</figcaption>", zh, re.S):
-            caption = re.sub(r'<span class="caption-number">.*?</span>', "", caption)
-            if not cjk.search(_page_text(caption)):
-                left.append(f"{page}: figure caption {_page_text(caption)[:60]!r}")
-    assert all(on_english.values()), (
-        f"nothing to check on the English pages: {on_english}"
-    )
-    assert seen, "no theme word found on the English pages"
-    assert not left, f"{len(left)} English words on {edition}: {left[:8]}"
-
-
 CODE_FONT_JS = r"""() => {
   const out = [];
   for (const sel of ["div.highlight pre", "div.highlight pre span", "code.literal"]) {
@@ -978,107 +694,3 @@ def test_code_is_monospace_in_every_edition(context, server, edition):
         raise
     finally:
         visit.close()
-
-
-@pytest.mark.parametrize("edition", [e for e in EDITIONS if e])
-def test_chinese_editions_download_chinese_notebooks(site, edition):
-    """A Chinese page's download button gives the notebook in its language: the same
-    code cells (so it runs as it is), plus one that gives the live figures the
-    edition's words, and Markdown translated from the catalog."""
-    cjk = re.compile(r"[\u3400-\u9fff]")
-    for source in _notebook_sources():
-        page = edition + source.relative_to(BOOK).with_suffix(".html").as_posix()
-        html = (site / page).read_text(encoding="utf-8")
-        link = re.search(r'href="([^"]*_sources/[^"]+\.ipynb)"', html)
-        assert link, f"{page} has no download link for its notebook"
-        target = (site / page).parent / link.group(1)
-        english = json.loads(source.read_text(encoding="utf-8"))
-        chinese = json.loads(target.read_text(encoding="utf-8"))
-        code = [c["source"] for c in chinese["cells"] if c["cell_type"] == "code"]
-        words = [c for c in code if "use_words(" in "".join(c)]
-        assert len(words) <= 1, f"{target}: {len(words)} use_words cells"
-        if words:
-            assert code.index(words[0]) == 1, f"{target}: use_words is not 2nd"
-            assert cjk.search("".join(words[0])), f"{target}: {words[0][:3]}"
-        assert [c for c in code if c not in words] == [
-            c["source"] for c in english["cells"] if c["cell_type"] == "code"
-        ], f"{target}: code cells differ from {source}"
-        markdown = [
-            "".join(c["source"])
-            for c in chinese["cells"]
-            if c["cell_type"] == "markdown"
-        ]
-        words = re.compile(r"(?:[A-Za-z]{2,}\W+){4,}")
-        neutral = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|^\(.*\)=$", re.S | re.M)
-        english_only = [
-            m[:80]
-            for m in markdown
-            if words.search(neutral.sub(" ", m)) and not cjk.search(m)
-        ]
-        assert not english_only, (
-            f"{target}: Markdown cells left in English: {english_only}"
-        )
-
-
-def test_notebooks_install_the_library_when_missing():
-    """In Colab (no transformer_lib), each chapter's first code cell installs the
-    library from the repository."""
-    repo = yaml.safe_load((BOOK / "_config.yml").read_text())["repository"][
-        "url"
-    ].rstrip("/")
-    for path in _notebook_sources():
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
-        text = "".join("".join(c["source"]) for c in nb["cells"])
-        if not code or "transformer_lib" not in text or "PLACEHOLDER" in text:
-            continue  # a page that does not use the library (or is not written yet) needs no install
-        first = code[0]
-        assert (
-            "except ImportError" in first
-            and "%pip install" in first
-            and f"git+{repo}" in first
-        ), (
-            f"{path.name}: first code cell does not install transformer_lib when it is missing"
-        )
-
-
-def test_binder_environment():
-    """Binder builds binder/requirements.txt from the repository root: CPU torch, the
-    notebooks' needs, the library."""
-    lines = [
-        ln.split("#")[0].strip()
-        for ln in (ROOT / "binder" / "requirements.txt").read_text().splitlines()
-        if ln.split("#")[0].strip()
-    ]
-    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
-    assert any(re.fullmatch(r"torch==[\d.]+\+cpu", ln) for ln in lines), lines
-    for pkg in ("numpy", "matplotlib", "ipywidgets"):
-        assert any(ln.startswith(pkg) for ln in lines), (
-            f"binder/requirements.txt lacks {pkg}"
-        )
-    assert "-e ." in lines, (
-        "binder/requirements.txt must install the repository's own library"
-    )
-    runtime = (ROOT / "binder" / "runtime.txt").read_text().strip()
-    assert re.fullmatch(r"python-3\.\d+", runtime), runtime
-
-
-def test_deploy_workflow_is_the_same_build():
-    """The Pages workflow runs `make book` and publishes _build/html."""
-    wf = yaml.safe_load((ROOT / ".github" / "workflows" / "deploy.yml").read_text())
-    steps = [s for job in wf["jobs"].values() for s in job.get("steps", [])]
-    runs = " ".join(s.get("run", "") for s in steps)
-    assert re.search(r"\bmake book\b", runs), runs
-    uploads = [
-        s
-        for s in steps
-        if str(s.get("uses", "")).startswith("actions/upload-pages-artifact")
-    ]
-    assert uploads and uploads[0]["with"]["path"] == "_build/html"
-    assert any(str(s.get("uses", "")).startswith("actions/deploy-pages") for s in steps)
-    triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on:` key as True
-    assert "push" in triggers and "workflow_dispatch" in triggers
-    assert (
-        wf["permissions"]["pages"] == "write"
-        and wf["permissions"]["id-token"] == "write"
-    )

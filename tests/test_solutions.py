@@ -189,6 +189,7 @@ NOTEBOOK = {
 }
 
 
+@pytest.mark.slow  # a notebook kernel: not in make test-fast
 def test_solutions_run_after_the_chapter_in_its_kernel(tmp_path):
     """A made-up chapter: the good solution passes, the broken and unfinished fail."""
     import nbformat
@@ -222,6 +223,7 @@ def test_solutions_run_after_the_chapter_in_its_kernel(tmp_path):
     assert executed.cells[1].outputs[0]["text"] == "not attempted yet\n"
 
 
+@pytest.mark.slow  # a notebook kernel: not in make test-fast
 def test_a_failing_chapter_cell_fails_the_run_and_the_chapter_is_not_cached(tmp_path):
     import nbformat
 

@@ -254,6 +254,34 @@ def test_chinese_notebooks_give_the_live_forms_their_words():
         image_words.use_image_words(None)
 
 
+@pytest.mark.parametrize("language", ["zh_CN", "zh_TW"])
+def test_chinese_notebooks_set_the_checkers_language_first(language, monkeypatch):
+    nb = json.loads((ROOT / "book" / "03_softmax.ipynb").read_text(encoding="utf-8"))
+    out = translate_notebooks.with_language(nb, language)
+    code = [c for c in out["cells"] if c["cell_type"] == "code"]
+    before = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code[1:] == before  # the edition's first cell, then the chapter's own
+    monkeypatch.delenv("LANGUAGE", raising=False)
+    exec("".join(code[0]["source"]), {})  # runs as the learner's kernel would
+    from transformer_lib.exercises import check_softmax
+    from transformer_lib.exercises.language import translation
+
+    assert __import__("os").environ["LANGUAGE"] == language  # undone by monkeypatch
+
+    def stub(x, dim=-1):
+        raise NotImplementedError
+
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        check_softmax(stub)
+    said = translation(language).gettext("{name}: not attempted yet.")
+    assert printed.getvalue().startswith(said.format(name="check_softmax"))
+    assert "not attempted" not in printed.getvalue()
+
+
 # ------------------------------------------------------- words inside the figures
 SITE = ROOT / "_build" / "html"
 IMAGE_SRC = re.compile(r'src="(?:\.\./)*_images/([^"]+)"')
@@ -319,6 +347,12 @@ def test_each_edition_shows_its_own_pictures_of_every_figure_with_words(executed
             for cell in nb["cells"]:
                 for output in cell.get("outputs", []):
                     for mime, entry in figures._edition_entries(output):
+                        if mime.endswith("text/plain"):
+                            continue  # a checker's message: test_built_pages
+                        if mime.endswith("text/markdown") or "<table" in _text(
+                            output["data"][mime]
+                        ):
+                            continue  # a result table, not a figure
                         drawn = entry["tl_editions"][language]
                         if mime.endswith("image/png"):
                             english = _digest(_text(output["data"][mime]))
@@ -339,3 +373,94 @@ def test_each_edition_shows_its_own_pictures_of_every_figure_with_words(executed
                             )
     assert not problems, problems
     assert checked > 100, checked  # every static figure and explorer, twice
+
+
+def test_the_traditional_catalogs_have_the_simplified_ones_entries():
+    """locales/zh_TW is a catalog of its own, reviewed as Taiwan writes, with exactly
+    zh_CN's entries (`make catalogs` seeds a new one, fuzzy until reviewed), plus
+    sphinx-exercise's words, which that package ships for zh_CN only, and in the theme
+    catalogs the words pydata-sphinx-theme would give a zh_TW page in Simplified."""
+    zh_tw = ROOT / "locales" / "zh_TW" / "LC_MESSAGES"
+    problems = []
+    for po in sorted(ZH_CN.rglob("*.po")):
+        twin = zh_tw / po.relative_to(ZH_CN)
+        if not twin.exists():
+            problems.append(f"{twin.relative_to(ROOT)}: missing (run `make catalogs`)")
+            continue
+        want = [str(m.id) for m in read(po) if m.id]
+        have = [str(m.id) for m in read(twin) if m.id]
+        if po.stem in catalogs.THEME_CATALOGS:  # and zh_TW's own theme words after
+            have = have[: len(want)]
+        if want != have:
+            problems.append(f"{twin.relative_to(ROOT)}: entries differ from zh_CN's")
+    extra = {p.relative_to(zh_tw) for p in zh_tw.rglob("*.po")}
+    extra -= {p.relative_to(ZH_CN) for p in ZH_CN.rglob("*.po")} | {Path("exercise.po")}
+    problems += [f"{p}: a zh_TW catalog zh_CN does not have" for p in sorted(extra)]
+    assert not problems, "\n".join(problems)
+    assert (zh_tw / "exercise.po").exists()
+
+
+# ------------------------------------------------------------ printed result tables
+# names every edition keeps as the English writes them: acronyms, activation and
+# variant names the prose uses as they are, symbols
+KEPT_IN_TABLES = {
+    "MHA", "GQA", "MQA", "FFN", "NaN", "relu", "gelu", "sin(2x)", "causal=True",
+    "rank", "χ²", "{0} / P²", "Post-LN", "Pre-LN",
+}  # fmt: skip
+TH = re.compile(r"<th\b[^>]*>(.*?)</th>", re.S)
+
+
+def _th_texts(page: Path) -> set[str]:
+    from html import unescape
+
+    text = page.read_text(encoding="utf-8")
+    return {unescape(re.sub(r"<[^>]+>", "", m)).strip() for m in TH.findall(text)}
+
+
+def test_every_result_table_is_shown_in_each_editions_words(executed):
+    """Every Markdown or HTML table a chapter prints carries, in the same output, its
+    rendering in each edition (booktools.figures), in which no header, row label or
+    line with words is left in English (but for the names of KEPT_IN_TABLES); and the
+    Chinese page shows those headers, not the English ones."""
+    from transformer_lib.viz import image_words
+
+    tables, problems = 0, []
+    for page, nb in executed:
+        for cell in nb["cells"]:
+            for output in cell.get("outputs", []):
+                for mime in ("text/markdown", "text/html"):
+                    english = _text(output.get("data", {}).get(mime, ""))
+                    if not image_words.is_table(english, mime):
+                        continue
+                    tables += 1
+                    for language in ("zh_CN", "zh_TW"):
+                        twin = output["data"].get(
+                            image_words.edition_mime(mime, language)
+                        )
+                        if twin is None:
+                            problems.append(
+                                f"{language} {page}: no rendering of {english[:60]!r}"
+                            )
+                            continue
+                        cells = image_words.table_cells(english, mime)
+                        translated = image_words.table_cells(_text(twin), mime)
+                        assert len(cells) == len(translated), (page, language)
+                        headers = set()
+                        for (header, en), (_, zh) in zip(
+                            cells, translated, strict=True
+                        ):
+                            key = image_words.key_of(en)[0]
+                            if (
+                                image_words.table_has_words(en)
+                                and zh == en
+                                and key not in KEPT_IN_TABLES
+                            ):
+                                problems.append(f"{language} {page}: {en!r} in English")
+                            if header and zh != en and not re.search(r"[`$*]", zh):
+                                headers.add((en, zh))
+                        shown = _th_texts(SITE / language / "book" / f"{page}.html")
+                        for en, zh in headers:
+                            if zh not in shown or en in shown:
+                                problems.append(f"{language} {page}: page shows {en!r}")
+    assert not problems, problems[:10]
+    assert tables >= 16, tables  # the chapters' tables, from chapter 0 to 18

@@ -1,7 +1,9 @@
-"""The Traditional edition as Taiwan readers write it (booktools.taiwan): the term
-table, rows and columns in Taiwan's sense, no rule inside a longer word, no forbidden
-string or mainland term in the derived catalogs or on any built zh_TW page, and the
-glossary in step with the table."""
+"""The Traditional edition as Taiwan readers write it. The seed (booktools.taiwan's
+converter, which fills a new or changed zh_TW entry from zh_CN, fuzzy until reviewed):
+its term table, rows and columns in Taiwan's sense, no rule inside a longer word, and
+the flow from a changed English sentence to a fuzzy zh_TW entry that fails the tests.
+The reviewed catalogs and the built zh_TW pages: the scan (forbidden strings, mainland
+terms, Simplified-only characters, N 位 for bits), the themes' words, the glossary."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ def _s2twp(text: str) -> str:
 def _entries() -> list[tuple[str, str, str]]:
     """(catalog, English, Simplified) of every translated zh_CN entry."""
     out = []
-    for path in po_check.catalogs():
+    for path in po_check.catalogs("zh_CN"):
         with path.open("rb") as f:
             for m in read_po(f):
                 if m.id and m.string and not m.fuzzy:
@@ -42,8 +44,14 @@ def entries():
 
 @pytest.fixture(scope="module")
 def derived(entries):
-    """(catalog, English, Simplified, Taiwan) of every entry, as the build makes it."""
-    return [(c, en, cn, catalogs.to_taiwan(cn, en)) for c, en, cn in entries]
+    """(catalog, English, Simplified, Taiwan) of every entry, the Taiwan text as the
+    zh_TW catalog holds it (seeded by the converter, then reviewed)."""
+    zh_tw = {}
+    for path in po_check.catalogs("zh_TW"):
+        zh_tw.update(
+            {(path.stem, en): tw for en, tw in catalogs.read_translations(path).items()}
+        )
+    return [(c, en, cn, zh_tw[c, en]) for c, en, cn in entries if (c, en) in zh_tw]
 
 
 def _prose(text: str) -> str:
@@ -236,45 +244,224 @@ def test_a_row_is_never_written_with_the_mainland_character(derived):
     assert not wrong, "\n".join(wrong[:20])
 
 
-# ------------------------------------------------- forbidden strings, mainland terms
+# ------------------------------------------------------------------ the scan's lists
 def test_every_forbidden_string_has_its_reason():
     for s, reason in taiwan.FORBIDDEN.items():
         assert CJK.search(s) and len(reason) > 10, s
 
 
-def test_no_forbidden_string_or_mainland_term_in_the_derived_catalogs(derived):
+SOURCES = {"NAER", "OpenCC-TW", "TW", "issue-27"}
+
+
+def test_the_mainland_list_gives_each_term_its_taiwan_form_source_and_reason():
+    rows = taiwan.MAINLAND
+    assert len(rows) >= 150, len(rows)
+    keys = [m.mainland for m in rows]
+    assert len(keys) == len(set(keys)), sorted(k for k in keys if keys.count(k) > 1)
     mainland = taiwan.mainland_terms()
-    bad = []
-    for catalog, _, _, tw in derived:
-        prose = re.sub(r'<span lang="zh-Hant"[^>]*>[^<]*</span>', "", _prose(tw))
-        for s in list(taiwan.FORBIDDEN) + list(mainland):
-            if s in prose:
-                bad.append(
-                    f"{catalog}: {s} in …{prose[max(0, prose.index(s) - 15) :][:40]}"
-                )
-    assert not bad, "\n".join(bad[:40])
+    for m in rows:
+        assert CJK.search(m.taiwan) and m.taiwan != m.mainland, m
+        assert m.source in SOURCES and len(m.reason) > 10, m
+        # as a converted page shows it: Traditional characters
+        assert not taiwan.simplified_characters(m.mainland), m
+        for word in m.right:
+            assert m.mainland in word, m
+        # what Taiwan writes instead is not itself a mainland term or a trap
+        found = [
+            s
+            for s, inside in mainland.items()
+            if taiwan.count_mainland(m.taiwan, s, inside)
+        ]
+        assert not found, f"{m.mainland} -> {m.taiwan}: {found}"
+        assert not any(s in m.taiwan for s in taiwan.FORBIDDEN), m
 
 
-def test_no_forbidden_string_or_mainland_term_on_any_built_page():
-    """The term table applied to every built zh_TW page (make test builds the site
-    before the library tests)."""
-    if not SITE.is_dir():
-        pytest.skip("no built zh_TW edition: run `make book` first")
-    found = taiwan.scan(SITE)
-    assert not found["forbidden"], found["forbidden"]
-    assert not found["mainland"], found["mainland"]
+def test_the_mainland_list_keeps_the_term_tables_mainland_words():
+    """The table's unconditional mainland words (方差, 掩碼 …) are scanned for too."""
+    import opencc
+
+    s2t = opencc.OpenCC("s2t")
+    scanned = taiwan.mainland_terms()
+    for t in taiwan.TERMS:
+        word = s2t.convert(t.simplified)
+        if t.english is None and t.mainland and word not in t.taiwan:
+            assert any(s in word for s in scanned), word
 
 
+def test_traditional_too_is_opencc_s_own_list():
+    """TRADITIONAL_TOO: the characters that OpenCC's STCharacters dictionary lists among
+    their own Traditional forms (后: 後 后), read from the dictionary that ships with
+    the opencc package, through its own opencc_dict tool."""
+    import subprocess
+    import tempfile
+
+    import opencc
+
+    root = Path(opencc.__file__).parent / "clib"
+    tool, ocd2 = root / "bin" / "opencc_dict", root / "share/opencc/STCharacters.ocd2"
+    if not tool.exists() or not ocd2.exists():
+        pytest.skip("this opencc build ships no opencc_dict tool")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "st.txt"
+        subprocess.run(
+            [tool, "-i", ocd2, "-o", out, "-f", "ocd2", "-t", "text"], check=True
+        )
+        lines = out.read_text(encoding="utf-8").splitlines()
+    too = set()
+    for line in lines:
+        char, forms = line.split("\t")
+        forms = forms.split()
+        if forms[0] != char and char in forms:
+            too.add(char)
+    assert too == set(taiwan.TRADITIONAL_TOO)
+
+
+# -------------------------------------------------------------------------- the scan
 def test_the_scanner_finds_what_it_looks_for(tmp_path):
     page = tmp_path / "p.html"
     page.write_text(
-        '<article role="main"><p>方差、掩碼、推匯出，每一行</p>'
-        "<pre>掩碼</pre></article>",
+        '<html><body><a class="skip-link" href="#main">跳转至主要内容</a>'
+        '<button title="回到顶部">x</button>'
+        '<article role="main"><p>方差、掩碼、推匯出，每一行；平均值不算，'
+        "均值算；源代碼算一次；8 位浮點數、16 位元、第 3 位、三位作者</p>"
+        '<p><span lang="zh-Hans">术语表</span><a lang="zh-CN">简体中文</a></p>'
+        "<pre>掩碼</pre><script>var s = '这个';</script></article></body></html>",
         encoding="utf-8",
     )
     found = taiwan.scan(tmp_path)
     assert found["forbidden"] == {"推匯出": 1}
-    assert found["mainland"] == {"方差": 1, "掩碼": 1}
+    assert found["mainland"] == {"方差": 1, "掩碼": 1, "均值": 1, "源代碼": 1}
+    assert found["bits"] == {"8 位浮點": 1}
+    # the skip link and the tooltip; not the marked span, not the script
+    want = {c: 1 for c in "转内顶"}
+    assert found["simplified"] == want, found["simplified"]
+
+
+ROLE_TEXT = re.compile(r"\{[\w:.-]+\}`([^`<]*?)\s*(?:<[^<>`]*>)?`")
+
+
+def test_the_zh_tw_catalogs_pass_the_scan(derived):
+    """Each zh_TW entry's prose (a role's text, not code, math, nor text marked zh-Hans
+    or zh-Hant): no forbidden string, no mainland term, no Simplified-only character, no
+    N 位 for bits. The page scan below finds the same on the built site; this names the
+    entry."""
+    mainland = taiwan.mainland_terms()
+    bad = []
+    for catalog, en, _, tw in derived:
+        prose = _prose(ROLE_TEXT.sub(r"\1", tw))  # a role's text is shown: {term}`…`
+        found = [s for s in taiwan.FORBIDDEN if s in prose]
+        found += [s for s, w in mainland.items() if taiwan.count_mainland(prose, s, w)]
+        found += list(taiwan.simplified_characters(prose))
+        found += [m.group(0) for m in taiwan.BITS.finditer(prose)]
+        if found:
+            bad.append(f"{catalog}: {found} in {en[:50]!r}")
+    assert not bad, f"{len(bad)} entries:\n" + "\n".join(bad[:60])
+
+
+def test_the_built_zh_tw_pages_pass_the_scan():
+    """Every built zh_TW page: the forbidden strings, the mainland terms and N 位 for
+    bits in its prose; a Simplified-only character anywhere it shows (the theme's
+    buttons, skip link, sidebar, search page), except in an element marked
+    lang="zh-Hans". make test builds the site before the library tests."""
+    if not SITE.is_dir():
+        pytest.skip("no built zh_TW edition: run `make book` first")
+    found = taiwan.scan(SITE)
+    bad = {k: v for k, v in found.items() if v and k != "row/column"}
+    assert not bad, "\n".join(f"{k}: {sum(v.values())} {v}" for k, v in bad.items())
+
+
+def test_a_row_is_written_with_the_taiwan_character_in_the_zh_tw_catalogs():
+    rows, wrong, count = taiwan.row_entries(ROOT / "locales" / "zh_TW")
+    assert rows > 20 and wrong == 0, (rows, wrong, count)
+
+
+# ------------------------------------------------------------------ the theme's words
+def _catalog(path: Path):
+    with path.open("rb") as f:
+        return read_po(f)
+
+
+def test_every_theme_word_has_a_taiwan_entry():
+    """pydata-sphinx-theme ships one Chinese catalog, "zh", in Simplified, which gettext
+    falls back to from zh_TW: each of its words has a zh_TW entry, in the edition's own
+    sphinx.po or in Sphinx's zh_TW catalog, which Sphinx reads before the theme's."""
+    import pydata_sphinx_theme
+    import sphinx
+
+    theme = Path(pydata_sphinx_theme.__file__).parent / "locale/zh/LC_MESSAGES"
+    ours = _catalog(ROOT / "locales/zh_TW/LC_MESSAGES/sphinx.po")
+    sphinx_tw = Path(sphinx.__file__).parent / "locale/zh_TW/LC_MESSAGES/sphinx.po"
+    theirs = _catalog(sphinx_tw)
+    missing = []
+    for m in _catalog(theme / "sphinx.po"):
+        if not m.id or not m.string or not CJK.search(str(m.string)):
+            continue
+        entry = ours.get(m.id) or theirs.get(m.id)
+        if entry is None or not entry.string or entry.fuzzy:
+            missing.append(str(m.id))
+        elif taiwan.simplified_characters(str(entry.string)):
+            missing.append(f"{m.id}: {entry.string}")
+    assert not missing, missing
+
+
+# --------------------------------------------------------- a changed English sentence
+def test_a_changed_sentence_reaches_zh_tw_as_a_fuzzy_seed_that_fails(tmp_path):
+    """make catalogs' flow on catalogs of its own: the English sentence changes,
+    sphinx-intl (as `make catalogs` runs it) keeps zh_CN's old text as fuzzy, the seed
+    puts the conversion of that text in zh_TW, fuzzy, in place of the reviewed entry of
+    the old sentence, and po_check (make test) fails on both until they are reviewed."""
+    import subprocess
+    import sys
+
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+
+    def write(path: Path, locale: str | None, entries: dict[str, str]) -> None:
+        catalog = Catalog(locale=locale)
+        for msgid, msgstr in entries.items():
+            catalog.add(msgid, msgstr)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as f:
+            write_po(f, catalog)
+
+    old, new = "The library prints the output.", "The library prints the outputs."
+    keep = "A mask hides the future."
+    pot = tmp_path / "pot"
+    locales = tmp_path / "locales"
+    write(pot / "ch.pot", None, {new: "", keep: ""})
+    cn = locales / "zh_CN/LC_MESSAGES/ch.po"
+    tw = locales / "zh_TW/LC_MESSAGES/ch.po"
+    write(cn, "zh_CN", {old: "这个库打印输出。", keep: "掩码遮住未来。"})
+    write(tw, "zh_TW", {old: "這個函式庫印出輸出。", keep: "遮罩擋住未來。"})
+    sphinx_intl = Path(sys.executable).parent / "sphinx-intl"
+    subprocess.run(
+        [sphinx_intl, "update", "-p", pot, "-l", "zh_CN", "-d", locales, "-w", "88"],
+        check=True,
+        capture_output=True,
+    )
+    entries, seeded = catalogs.seed_zh_tw(locales=locales)
+    assert (entries, seeded) == (4, 3)  # ch.po's two, sphinx-exercise's two
+    got = {str(m.id): m for m in _catalog(tw) if m.id}
+    assert list(got) == [new, keep]
+    assert got[new].fuzzy and got[new].string == catalogs.to_taiwan(
+        "这个库打印输出。", new
+    )
+    assert got[new].string != "這個函式庫印出輸出。"  # the converter's, not reviewed
+    assert not got[keep].fuzzy and got[keep].string == "遮罩擋住未來。"  # reviewed
+    problems = po_check.check_file(tw)
+    assert len(problems) == 1 and problems[0].endswith(": fuzzy"), problems
+    assert any(p.endswith(": fuzzy") for p in po_check.check_file(cn))
+    # zh_CN translated again: the seed, not yet reviewed, follows its new text
+    write(cn, "zh_CN", {new: "这个库打印各个输出。", keep: "掩码遮住未来。"})
+    catalogs.seed_zh_tw(locales=locales)
+    got = {str(m.id): m for m in _catalog(tw) if m.id}
+    assert got[new].fuzzy and "各個" in got[new].string
+    # a reviewer accepts it (Taiwan's words, no fuzzy flag): make test passes, and the
+    # next `make catalogs` keeps it
+    write(tw, "zh_TW", {new: "這個函式庫印出各個輸出。", keep: "遮罩擋住未來。"})
+    catalogs.seed_zh_tw(locales=locales)
+    assert po_check.check_file(tw) == []
+    assert _catalog(tw).get(new).string == "這個函式庫印出各個輸出。"
 
 
 # --------------------------------------------------------------------- glossary
@@ -286,19 +473,24 @@ GLOSSARY_ROW = re.compile(
 )
 
 
-def test_glossary_traditional_column_follows_the_table():
+def test_glossary_traditional_column_is_taiwan_usage():
     """The Traditional cell is what the zh_TW pages write (empty when the scripts
-    agree), followed by the second article's wording wherever it uses a term of the
-    table differently."""
+    agree): it passes the page scan (no mainland term, no forbidden string, no
+    Simplified-only character), and is not a copy of the Simplified cell. The second
+    article's wording follows wherever it uses a term of the table differently."""
     rows = GLOSSARY_ROW.findall((ROOT / "book" / "glossary.md").read_text("utf-8"))
     assert len(rows) > 100
+    mainland = taiwan.mainland_terms()
     wrong = []
     for term, hans, hant, article in rows:
-        want = catalogs.to_taiwan(hans)
-        if (hant or hans) != want or (hant and hant == hans):
-            wrong.append(f"{term}: the zh_TW edition writes {want}, glossary {hant}")
+        tw = hant or hans
+        found = [s for s, w in mainland.items() if taiwan.count_mainland(tw, s, w)]
+        found += [s for s in taiwan.FORBIDDEN if s in tw]
+        found += list(taiwan.simplified_characters(tw))
+        if found or hant == hans:
+            wrong.append(f"{term}: the Traditional cell {tw!r} ({found})")
         want_article = ""
-        if taiwan.uses_article_term(hans) and taiwan.article_wording(hans) != want:
+        if taiwan.uses_article_term(hans) and taiwan.article_wording(hans) != tw:
             want_article = taiwan.article_wording(hans)
         if article != want_article:
             wrong.append(f"{term}: article {want_article!r}, glossary {article!r}")

@@ -34,7 +34,7 @@ from .attention import (
 )
 from .configs import GPTConfig, TransformerConfig
 from .costs import decode_step_macs, generate_macs, hbm_traffic, kv_cache_nbytes
-from .export import export_model, load_exported, read_metadata
+from .export import export_model, load_exported, load_tokenizer, read_metadata
 from .feed_forward import FeedForward, gelu_tanh, silu
 from .flash import online_softmax, tiled_attention
 from .generation import decode_loop
@@ -61,6 +61,7 @@ from .positional import (
     sinusoidal_positional_encoding,
 )
 from .sampling import next_token_probs, sample_next, top_k_filter, top_p_filter
+from .tokens import BPETokenizer, CharTokenizer, train_bpe
 
 __all__ = [
     # the formulas (chapters 2-8)
@@ -114,6 +115,11 @@ __all__ = [
     "export_model",
     "load_exported",
     "read_metadata",
+    "load_tokenizer",
+    # tokens: characters and byte-level BPE (the language models)
+    "CharTokenizer",
+    "BPETokenizer",
+    "train_bpe",
     # sampling and the decoding loop (chapters 11, 12, 15)
     "top_k_filter",
     "top_p_filter",

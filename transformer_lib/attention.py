@@ -23,8 +23,10 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
     Subtracting the row maximum changes nothing mathematically and keeps exp() from
     overflowing, so logits of +-1e4 stay finite. A slice that is entirely -inf (nothing
-    allowed) returns all zeros instead of NaN. float16/bfloat16 inputs are computed in
-    float32 and cast back.
+    allowed) returns all zeros instead of NaN, and its gradient is zero too, whatever
+    the upstream gradient (its sum of exponentials is 0, and is replaced by 1 before the
+    division, so no 1/0 or 1/tiny reaches the backward pass). float16/bfloat16 inputs
+    are computed in float32 and cast back.
     """
     out_dtype = x.dtype
     if out_dtype in _LOW_PRECISION:
@@ -33,8 +35,10 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     # an all -inf slice keeps exp() = 0
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
     e = torch.exp(x - m)
-    s = e.sum(dim=dim, keepdim=True)
-    return (e / s.clamp_min(torch.finfo(e.dtype).tiny)).to(out_dtype)
+    s = e.sum(dim=dim, keepdim=True)  # >= 1 unless the slice is entirely -inf (then 0)
+    # e / 1 = 0 for such a slice, and d(e/s)/de = 1/s stays finite in the backward pass
+    s = torch.where(s > 0, s, torch.ones_like(s))
+    return (e / s).to(out_dtype)
 
 
 def attention_scores(

@@ -91,7 +91,7 @@ class GPTConfig:
     # "learned" (GPT-2), "sinusoidal" (the 2017 paper), "rope" (Llama) or "none"
     positions: str = "learned"
     norm: str = "layernorm"  # "layernorm" (GPT-2) or "rmsnorm" (Llama)
-    norm_eps: float = 1e-5  # eps of every norm (GPT-2 1e-5, Llama 1e-6 or 1e-5)
+    norm_eps: float = 1e-5  # eps of every norm (GPT-2, Llama 2 and 3; LLaMA-1: 1e-6)
     # FFN nonlinearity: "gelu_tanh" (GPT-2), "silu" (Llama), "gelu" or "relu"
     activation: str = "gelu_tanh"
     gated: bool = False  # True: the gated FFN (eq. glu-ffn), SwiGLU with "silu"
@@ -167,14 +167,15 @@ class GPTConfig:
 
     @classmethod
     def llama(cls, **overrides) -> GPTConfig:
-        """Llama's choices around sizes you give: RoPE in the half layout, RMSNorm with
-        eps 1e-6, SwiGLU, no biases, untied embeddings. Pass vocab_size, d_model,
-        n_heads, n_layers, d_ff and max_len (and n_kv_heads for GQA)."""
+        """Llama's choices around sizes you give: RoPE in the half layout, RMSNorm
+        with eps 1e-5 (Llama 2 and 3's ``rms_norm_eps``; LLaMA-1 used 1e-6), SwiGLU,
+        no biases, untied embeddings. Pass vocab_size, d_model, n_heads, n_layers, d_ff
+        and max_len (and n_kv_heads for GQA, rope_base=5e5 for Llama 3)."""
         kw = dict(
             positions="rope",
             rope_layout="half",
             norm="rmsnorm",
-            norm_eps=1e-6,
+            norm_eps=1e-5,
             activation="silu",
             gated=True,
             bias=False,

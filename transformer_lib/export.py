@@ -27,6 +27,7 @@ from safetensors.torch import load_model, save_model
 from .configs import GPTConfig, TransformerConfig
 from .gpt import GPT
 from .model import Transformer
+from .tokens import BPETokenizer, CharTokenizer, tokenizer_from_json
 
 # the "kind" written in the metadata -> the model class and its config class
 KINDS = {"gpt": (GPT, GPTConfig), "transformer": (Transformer, TransformerConfig)}
@@ -39,15 +40,19 @@ def export_model(
     *,
     vocab: list[str] | None = None,
     dtype: torch.dtype | None = None,
+    tokenizer: CharTokenizer | BPETokenizer | None = None,
 ) -> Path:
     """Write ``model`` to ``path`` as safetensors: tensors named as in its
     ``state_dict``, a tied matrix once; metadata "kind" ("gpt" or "transformer"),
-    "config" (the config's fields as JSON) and, when given, "vocab" (the token strings,
-    index = id, as JSON).
+    "config" (the config's fields as JSON), "tensors" (every ``state_dict`` name with
+    its shape, as JSON: what a reader checks a file against) and, when given, "vocab"
+    (the token strings, index = id, as JSON).
 
     ``dtype`` (float32, float16 or bfloat16) stores the weights in that type (half the
     bytes in 16 bits); None keeps the model's. The model itself is not changed.
-    Returns the path.
+    ``tokenizer`` (a language model's) is written as the metadata "tokenizer" (its
+    ``to_json()``, read back by :func:`load_tokenizer`); its token strings are the
+    "vocab" when ``vocab`` is not given. Returns the path.
     """
     kinds = [k for k, (cls, _) in KINDS.items() if isinstance(model, cls)]
     if not kinds:
@@ -56,7 +61,21 @@ def export_model(
             f"got {type(model).__name__}"
         )
     cfg = model.cfg
-    metadata = {"kind": kinds[0], "config": json.dumps(dataclasses.asdict(cfg))}
+    metadata = {
+        "kind": kinds[0],
+        "config": json.dumps(dataclasses.asdict(cfg)),
+        "tensors": json.dumps(
+            {k: list(v.shape) for k, v in model.state_dict().items()}
+        ),
+    }
+    if tokenizer is not None:
+        if len(tokenizer) != cfg.vocab_size:
+            raise ValueError(
+                f"the tokenizer has {len(tokenizer)} tokens, the model's vocab_size is "
+                f"{cfg.vocab_size}"
+            )
+        metadata["tokenizer"] = tokenizer.to_json()
+        vocab = tokenizer.tokens if vocab is None else vocab
     if vocab is not None:
         vocab = [str(t) for t in vocab]
         if len(vocab) != cfg.vocab_size:
@@ -78,7 +97,8 @@ def export_model(
 
 def read_metadata(path: str | Path) -> dict:
     """The metadata of an exported file, decoded: {"kind", "config" (a dict),
-    "vocab" (a list or None)}."""
+    "vocab" (a list or None), "tensors" (name -> shape, or None in a file written
+    before export_model wrote them)}."""
     with safe_open(str(path), "pt") as f:
         meta = f.metadata() or {}
     if "kind" not in meta or "config" not in meta:
@@ -91,7 +111,13 @@ def read_metadata(path: str | Path) -> dict:
             f"{path}: kind must be one of {sorted(KINDS)}, got {meta['kind']!r}"
         )
     vocab = json.loads(meta["vocab"]) if "vocab" in meta else None
-    return {"kind": meta["kind"], "config": json.loads(meta["config"]), "vocab": vocab}
+    tensors = json.loads(meta["tensors"]) if "tensors" in meta else None
+    return {
+        "kind": meta["kind"],
+        "config": json.loads(meta["config"]),
+        "vocab": vocab,
+        "tensors": tensors,
+    }
 
 
 def load_exported(path: str | Path, dtype: torch.dtype = torch.float32) -> nn.Module:
@@ -102,3 +128,15 @@ def load_exported(path: str | Path, dtype: torch.dtype = torch.float32) -> nn.Mo
     model = model_cls(config_cls(**meta["config"])).to(dtype)
     load_model(model, str(path))
     return model.eval()
+
+
+def load_tokenizer(path: str | Path) -> CharTokenizer | BPETokenizer:
+    """The tokenizer stored in a file written by :func:`export_model` with
+    ``tokenizer=`` (a ``CharTokenizer`` or a ``BPETokenizer``)."""
+    with safe_open(str(path), "pt") as f:
+        meta = f.metadata() or {}
+    if "tokenizer" not in meta:
+        raise ValueError(
+            f"{path} has no 'tokenizer' in its metadata: it was exported without one"
+        )
+    return tokenizer_from_json(meta["tokenizer"])

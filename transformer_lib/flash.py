@@ -85,9 +85,11 @@ def online_softmax(
     for j0 in range(0, xs.size(-1), block_size):  # pass 1: the normaliser
         m, ell = online_softmax_step(m, ell, xs[..., j0 : j0 + block_size])
     shift = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
-    tiny = torch.finfo(xs.dtype).tiny
+    # ell >= 1 unless the slice is entirely -inf: 1 there keeps the weights 0 and their
+    # gradient finite (no 1/0 or 1/tiny in the backward pass)
+    ell_safe = torch.where(ell > 0, ell, torch.ones_like(ell))
     # pass 2: the weights, with the division fused in; (..., n)
-    y = torch.exp(xs - shift.unsqueeze(-1)) / ell.clamp_min(tiny).unsqueeze(-1)
+    y = torch.exp(xs - shift.unsqueeze(-1)) / ell_safe.unsqueeze(-1)
     y = y.to(out_dtype).movedim(-1, dim)
     return (y, m, ell) if return_stats else y
 
@@ -247,7 +249,6 @@ def tiled_attention(
     scale = 1.0 / math.sqrt(d_k)
     out = torch.empty(batch + (T_q, d_v), dtype=acc, device=q.device)
     lse = torch.empty(batch + (T_q,), dtype=acc, device=q.device)
-    tiny = torch.finfo(acc).tiny
     for i0 in range(0, T_q, block_q):
         i1 = min(i0 + block_q, T_q)
         q_blk = q[..., i0:i1, :].to(acc)  # (..., b_q, d_k)
@@ -270,8 +271,9 @@ def tiled_attention(
                 s = s.masked_fill(~allowed, NEG_INF)
             m, ell, o = online_attention_step(m, ell, o, s, v_blk)
         # eq. flash-output: one division per row, at the end; ell = 0 (nothing allowed)
-        # leaves o = 0
-        out[..., i0:i1, :] = o / ell.clamp_min(tiny).unsqueeze(-1)
+        # leaves o = 0, divided by 1 so that autograd's 1/ell stays finite too
+        ell_safe = torch.where(ell > 0, ell, torch.ones_like(ell))
+        out[..., i0:i1, :] = o / ell_safe.unsqueeze(-1)
         lse[..., i0:i1] = m + torch.log(ell)  # eq. lse; -inf + -inf = -inf if ell = 0
     out = out.to(q.dtype)
     return (out, lse) if return_lse else out

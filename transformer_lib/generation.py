@@ -176,6 +176,34 @@ class Generates:
             logits[:, : len(steps)] = torch.stack([lg for _, lg in steps], dim=1)
         return tokens, logits
 
+    # -- the checks both models make on their inputs ---------------------------------
+    def _check_tokens(self, name: str, ids: torch.Tensor) -> tuple[int, int]:
+        """``ids`` (B, T) integer token ids in [0, vocab_size); returns (B, T)."""
+        if ids.dim() != 2:
+            raise ValueError(f"{name} must have shape (B, T), got {tuple(ids.shape)}")
+        if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+            raise TypeError(
+                f"{name} must hold integer token ids, got dtype {ids.dtype}"
+            )
+        V = self.cfg.vocab_size
+        if ids.numel() and (ids.min() < 0 or ids.max() >= V):
+            raise ValueError(
+                f"token ids must lie in [0, vocab_size={V}), "
+                f"got ids from {int(ids.min())} to {int(ids.max())}"
+            )
+        return tuple(ids.shape)
+
+    def _check_positions(self, n: int, what: str) -> None:
+        """``what`` needs ``n`` positions: at most the config's max_len."""
+        if n > self.cfg.max_len:
+            raise ValueError(
+                f"{what} needs {n} positions, more than max_len={self.cfg.max_len}"
+            )
+
+    def _check_new_tokens(self, max_new_tokens: int) -> None:
+        if max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+
     def _pad_id(self, eos_id: int | None, pad_id: int | None) -> int:
         """pad_id, else the config's pad_id, else eos_id (0 when nothing ends)."""
         for candidate in (pad_id, self.cfg.pad_id, eos_id):

@@ -73,7 +73,7 @@ class GPT(Generates, nn.Module):
             if isinstance(m, nn.Linear) and m.bias is not None:
                 nn.init.zeros_(m.bias)
         for block in self.blocks:
-            for w in (block.attn.o_proj.weight, block.ffn.linear2.weight):
+            for w in (block.self_attn.o_proj.weight, block.ffn.linear2.weight):
                 nn.init.normal_(w, std=std / math.sqrt(2 * self.cfg.n_layers))
 
     # -- forward ----------------------------------------------------------------------
@@ -100,7 +100,7 @@ class GPT(Generates, nn.Module):
         self, idx: torch.Tensor, cache: KVCache | None, need_weights: bool
     ) -> tuple[torch.Tensor, list]:
         """Norm_f(x_N) (B, T, d_model) and the attention maps."""
-        self._check_idx(idx)
+        self._check_tokens("idx", idx)
         T, start = idx.size(1), 0 if cache is None else cache.length
         self._check_positions(start + T, f"{T} tokens from position {start}")
         positions = torch.arange(start, start + T, device=idx.device)  # (T,)
@@ -184,7 +184,7 @@ class GPT(Generates, nn.Module):
         with torch.no_grad():
             for block in new.blocks:
                 block.rope_layout = layout
-                for proj in (block.attn.q_proj, block.attn.k_proj):
+                for proj in (block.self_attn.q_proj, block.self_attn.k_proj):
                     n = proj.out_features // d_k  # heads of this projection
                     # (n * d_k, ...) -> (n, d_k, ...), reorder rows within each head
                     w = proj.weight.view(n, d_k, -1)[:, perm]
@@ -213,40 +213,20 @@ class GPT(Generates, nn.Module):
         new.load_state_dict(state)  # every parameter is overwritten here
         return new.train(model.training)
 
-    # -- checks -----------------------------------------------------------------------
-    def _check_idx(self, idx: torch.Tensor) -> None:
-        if idx.dim() != 2:
-            raise ValueError(f"idx must have shape (B, T), got {tuple(idx.shape)}")
-        if idx.dtype.is_floating_point or idx.dtype == torch.bool:
-            raise TypeError(f"idx must hold integer token ids, got dtype {idx.dtype}")
-        if idx.numel() and (idx.min() < 0 or idx.max() >= self.cfg.vocab_size):
-            raise ValueError(
-                f"token ids must lie in [0, vocab_size={self.cfg.vocab_size}), "
-                f"got ids from {int(idx.min())} to {int(idx.max())}"
-            )
-
-    def _check_positions(self, n: int, what: str) -> None:
-        if n > self.cfg.max_len:
-            raise ValueError(
-                f"{what} needs {n} positions, more than max_len={self.cfg.max_len}"
-            )
-
+    # -- checks (_check_tokens, _check_positions: from Generates) -------------------
     def _check_generate(
         self, idx: torch.Tensor, max_new_tokens: int
     ) -> tuple[int, int]:
-        self._check_idx(idx)
-        B, T = idx.shape
+        B, T = self._check_tokens("idx", idx)
         if T < 1:
             raise ValueError(f"the prompt needs at least one token, got shape {(B, T)}")
-        if max_new_tokens < 0:
-            raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+        self._check_new_tokens(max_new_tokens)
         need = T + max(max_new_tokens - 1, 0)
-        if need > self.cfg.max_len:
-            raise ValueError(
-                f"a prompt of {T} tokens and {max_new_tokens} new tokens need "
-                f"{need} positions (the last new token is not fed back), "
-                f"more than max_len={self.cfg.max_len}"
-            )
+        self._check_positions(
+            need,
+            f"a prompt of {T} tokens and {max_new_tokens} new tokens "
+            "(the last new token is not fed back)",
+        )
         return B, T
 
 

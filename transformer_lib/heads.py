@@ -132,19 +132,24 @@ class MultiHeadAttention(nn.Module):
         k: torch.Tensor,
         v: torch.Tensor,
         mask: torch.Tensor | None = None,
-        need_weights: bool = True,
+        need_weights: bool = False,
+        *,
+        trace: dict | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attention over projected heads, then Concat and W_O.
 
-        q (B, h, T_q, d_k); k, v (B, h_kv, T_k, d_k).
+        q (B, h, T_q, d_k); k, v (B, h_kv, T_k, d_k). A ``trace`` dict receives what
+        the heads computed: "q", "k" and "v" (K and V repeated to h heads), "mask" (as
+        given, or None), "weights" (B, h, T_q, T_k) and "heads" (B, h, T_q, d_k), the
+        heads' outputs before Concat and W_O.
         """
         n_rep = self.n_heads // self.n_kv_heads
         if mask is not None and mask.dim() == 3:
             # (B, T_q, T_k) -> (B, 1, T_q, T_k): the same mask for every head
             mask = mask.unsqueeze(1)
-        use_fused = not need_weights and not (self.training and self.dropout.p > 0)
-        if use_fused:
-            # (B, h, T_q, d_k)
+        keep = need_weights or trace is not None
+        if not keep and not (self.training and self.dropout.p > 0):
+            # the fused path, (B, h, T_q, d_k)
             out, weights = fused_attention(q, k, v, mask, enable_gqa=n_rep > 1), None
         else:
             k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)  # (B, h, T_k, d_k)
@@ -152,6 +157,8 @@ class MultiHeadAttention(nn.Module):
             out, weights = scaled_dot_product_attention(q, k, v, mask)
             if self.dropout.p > 0 and self.training:
                 out = self.dropout(weights) @ v
+        if trace is not None:
+            trace.update(q=q, k=k, v=v, mask=mask, weights=weights, heads=out)
         # (B, T_q, h * d_k) @ W_O -> (B, T_q, d_model)
         out = self.o_proj(merge_heads(out))
         return out, (weights if need_weights else None)
@@ -162,13 +169,16 @@ class MultiHeadAttention(nn.Module):
         key: torch.Tensor,
         value: torch.Tensor,
         mask: torch.Tensor | None = None,
-        need_weights: bool = True,
+        need_weights: bool = False,
+        *,
+        trace: dict | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Returns (out (B, T_q, d_model), weights (B, h, T_q, T_k) or None).
 
         ``mask`` is bool, True = may attend, broadcastable to (B, h, T_q, T_k); a 3-D
-        mask (B, T_q, T_k) applies to every head. ``need_weights=False`` takes the fused
-        path.
+        mask (B, T_q, T_k) applies to every head. Without ``need_weights`` (the
+        default, as in every layer and model of the library) the fused path runs;
+        ``trace``: see :meth:`attend`.
         """
         q = self.project_q(query)  # (B, h, T_q, d_k)
         k, v = self.project_kv(key, value)  # (B, h_kv, T_k, d_k)
@@ -177,7 +187,7 @@ class MultiHeadAttention(nn.Module):
                 f"query batch {tuple(query.shape)} "
                 f"and key batch {tuple(key.shape)} differ"
             )
-        return self.attend(q, k, v, mask, need_weights)
+        return self.attend(q, k, v, mask, need_weights, trace=trace)
 
     def _check_input(self, name: str, x: torch.Tensor) -> None:
         if x.dim() != 3 or x.size(-1) != self.d_model:

@@ -87,18 +87,18 @@ def _gpt2(model: nn.Module) -> tuple[dict, dict[str, torch.Tensor]]:
         w_q, w_k, w_v = blk.attn.c_attn.weight.split(d, dim=1)  # (d, d) each
         b_q, b_k, b_v = blk.attn.c_attn.bias.split(d)
         sd |= {
-            p + "norm1.weight": blk.ln_1.weight,
-            p + "norm1.bias": blk.ln_1.bias,
-            p + "attn.q_proj.weight": w_q.T,
-            p + "attn.q_proj.bias": b_q,
-            p + "attn.k_proj.weight": w_k.T,
-            p + "attn.k_proj.bias": b_k,
-            p + "attn.v_proj.weight": w_v.T,
-            p + "attn.v_proj.bias": b_v,
-            p + "attn.o_proj.weight": blk.attn.c_proj.weight.T,
-            p + "attn.o_proj.bias": blk.attn.c_proj.bias,
-            p + "norm2.weight": blk.ln_2.weight,
-            p + "norm2.bias": blk.ln_2.bias,
+            p + "self_attn_block.norm.weight": blk.ln_1.weight,
+            p + "self_attn_block.norm.bias": blk.ln_1.bias,
+            p + "self_attn.q_proj.weight": w_q.T,
+            p + "self_attn.q_proj.bias": b_q,
+            p + "self_attn.k_proj.weight": w_k.T,
+            p + "self_attn.k_proj.bias": b_k,
+            p + "self_attn.v_proj.weight": w_v.T,
+            p + "self_attn.v_proj.bias": b_v,
+            p + "self_attn.o_proj.weight": blk.attn.c_proj.weight.T,
+            p + "self_attn.o_proj.bias": blk.attn.c_proj.bias,
+            p + "ffn_block.norm.weight": blk.ln_2.weight,
+            p + "ffn_block.norm.bias": blk.ln_2.bias,
             p + "ffn.linear1.weight": blk.mlp.c_fc.weight.T,
             p + "ffn.linear1.bias": blk.mlp.c_fc.bias,
             p + "ffn.linear2.weight": blk.mlp.c_proj.weight.T,
@@ -157,10 +157,10 @@ def _llama(model: nn.Module) -> tuple[dict, dict[str, torch.Tensor]]:
     sd = {"tok_emb.weight": m.embed_tokens.weight}
     for i, layer in enumerate(m.layers):
         p = f"blocks.{i}."
-        sd[p + "norm1.weight"] = layer.input_layernorm.weight
-        sd[p + "norm2.weight"] = layer.post_attention_layernorm.weight
+        sd[p + "self_attn_block.norm.weight"] = layer.input_layernorm.weight
+        sd[p + "ffn_block.norm.weight"] = layer.post_attention_layernorm.weight
         for name, t in layer.self_attn.named_parameters():  # q/k/v/o_proj: same names
-            sd[p + "attn." + name] = t
+            sd[p + "self_attn." + name] = t
         mlp = {"gate_proj": "linear1", "up_proj": "linear_up", "down_proj": "linear2"}
         for name, t in layer.mlp.named_parameters():  # e.g. gate_proj.weight
             proj, kind = name.split(".")

@@ -14,6 +14,7 @@ append their new K and V to it and attend over all it holds (chapter 12).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -27,7 +28,7 @@ from .masks import causal_mask
 from .norm import LayerNorm, RMSNorm
 from .positional import apply_rope
 
-Trace = dict[str, torch.Tensor]  # intermediate name -> tensor
+Trace = dict[str, Any]  # intermediate name -> tensor (an attention's: a dict)
 
 
 class Residual(nn.Module):
@@ -36,15 +37,22 @@ class Residual(nn.Module):
 
     ``forward(x, sublayer)`` returns LN(x + Sublayer(x)) (Post-LN) or
     x + Sublayer(LN(x)) (Pre-LN). With a ``trace`` dict it also stores, under the two
-    ``names``, the sublayer's output (before dropout) and the result.
+    ``names``, the sublayer's output (before dropout) and the result. ``norm``: the
+    norm module, LayerNorm(d_model, eps) when None (the decoder-only block passes its
+    config's LayerNorm or RMSNorm).
     """
 
     def __init__(
-        self, d_model: int, norm_first: bool, eps: float, dropout: float
+        self,
+        d_model: int,
+        norm_first: bool,
+        eps: float,
+        dropout: float,
+        norm: nn.Module | None = None,
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
-        self.norm = LayerNorm(d_model, eps)
+        self.norm = LayerNorm(d_model, eps) if norm is None else norm
         self.dropout = nn.Dropout(dropout)
 
     def forward(
@@ -65,10 +73,12 @@ class Residual(nn.Module):
         return out
 
 
-class EncoderLayer(nn.Module):
-    """Z_attn = MultiHead(X_pos); Z_add_norm_1 = LN(X_pos + Z_attn);
-    Z_ffn = FFN(Z_add_norm_1); Z_encoder_output = LN(Z_add_norm_1 + Z_ffn)
-    (eq. enc-attn ... enc-out), Post-LN by default."""
+class _Layer(nn.Module):
+    """What the encoder and the decoder layer share: their sizes, a
+    MultiHeadAttention per name in ``attentions``, the FFN, and a :class:`Residual`
+    around each, named "<sublayer>_block"."""
+
+    attentions: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -83,12 +93,21 @@ class EncoderLayer(nn.Module):
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(
-            d_model, n_heads, n_kv_heads, dropout=dropout
-        )
+        for name in self.attentions:  # self_attn (and the decoder's cross_attn)
+            mha = MultiHeadAttention(d_model, n_heads, n_kv_heads, dropout=dropout)
+            self.add_module(name, mha)
         self.ffn = FeedForward(d_model, d_ff, activation, dropout)
-        self.self_attn_block = Residual(d_model, norm_first, eps, dropout)
-        self.ffn_block = Residual(d_model, norm_first, eps, dropout)
+        for name in (*self.attentions, "ffn"):  # self_attn_block, ..., ffn_block
+            block = Residual(d_model, norm_first, eps, dropout)
+            self.add_module(f"{name}_block", block)
+
+
+class EncoderLayer(_Layer):
+    """Z_attn = MultiHead(X_pos); Z_add_norm_1 = LN(X_pos + Z_attn);
+    Z_ffn = FFN(Z_add_norm_1); Z_encoder_output = LN(Z_add_norm_1 + Z_ffn)
+    (eq. enc-attn ... enc-out), Post-LN by default."""
+
+    attentions = ("self_attn",)
 
     def forward(
         self,
@@ -110,7 +129,9 @@ class EncoderLayer(nn.Module):
         keep = need_weights or trace is not None
 
         def self_attention(z: torch.Tensor) -> torch.Tensor:
-            out, seen["weights"] = self.self_attn(z, z, z, mask, need_weights=keep)
+            out, seen["weights"] = self.self_attn(
+                z, z, z, mask, need_weights=keep, trace=_heads(trace, "self_attn")
+            )
             return out
 
         seen["X_pos"] = x
@@ -130,36 +151,14 @@ class EncoderLayer(nn.Module):
         )
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_Layer):
     """Z_masked_attn = MaskedMultiHead(Y_pos); Z_add_norm_2 = LN(Y_pos + Z_masked_attn);
     Z_cross_attn = MultiHead(Q = Z_add_norm_2, K = V = Z_encoder_output);
     Z_add_norm_3 = LN(Z_add_norm_2 + Z_cross_attn); Z_ffn_decoder = FFN(Z_add_norm_3);
     Z_decoder_output = LN(Z_add_norm_3 + Z_ffn_decoder)
     (eq. dec-masked-attn ... dec-out)."""
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        norm_first: bool = False,
-        activation: str = "relu",
-        dropout: float = 0.0,
-        eps: float = 1e-5,
-        n_kv_heads: int | None = None,
-    ) -> None:
-        super().__init__()
-        self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(
-            d_model, n_heads, n_kv_heads, dropout=dropout
-        )
-        self.cross_attn = MultiHeadAttention(
-            d_model, n_heads, n_kv_heads, dropout=dropout
-        )
-        self.ffn = FeedForward(d_model, d_ff, activation, dropout)
-        self.self_attn_block = Residual(d_model, norm_first, eps, dropout)
-        self.cross_attn_block = Residual(d_model, norm_first, eps, dropout)
-        self.ffn_block = Residual(d_model, norm_first, eps, dropout)
+    attentions = ("self_attn", "cross_attn")
 
     def forward(
         self,
@@ -200,7 +199,7 @@ class DecoderLayer(nn.Module):
             if cache is not None:
                 k, v = cache.append(k, v)  # (B, h_kv, T_past + T, d_k) each
             out, seen["self_weights"] = self.self_attn.attend(
-                q, k, v, self_mask, need_weights=keep
+                q, k, v, self_mask, keep, trace=_heads(trace, "self_attn")
             )
             return out
 
@@ -212,7 +211,7 @@ class DecoderLayer(nn.Module):
             else:
                 k, v = cache.cross_kv()  # computed once, (B, h_kv, T_src, d_k)
             out, seen["cross_weights"] = self.cross_attn.attend(
-                q, k, v, cross_mask, need_weights=keep
+                q, k, v, cross_mask, keep, trace=_heads(trace, "cross_attn")
             )
             return out
 
@@ -260,19 +259,21 @@ class GPTBlock(nn.Module):
 
     x = x + Attn(Norm_1(x))     causal self-attention, RoPE inside with "rope"
     x = x + FFN(Norm_2(x))
+
+    Named as the encoder layer: the sublayers ``self_attn`` and ``ffn``, each in a
+    Pre-LN :class:`Residual` (``self_attn_block``, ``ffn_block``) whose ``.norm`` is
+    the config's LayerNorm or RMSNorm.
     """
 
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
-        self.norm1 = make_norm(cfg)
-        self.attn = MultiHeadAttention(
+        self.self_attn = MultiHeadAttention(
             cfg.d_model,
             cfg.n_heads,
             cfg.n_kv_heads,
             bias=cfg.use_attn_bias,
             dropout=cfg.dropout,
         )
-        self.norm2 = make_norm(cfg)
         self.ffn = FeedForward(
             cfg.d_model,
             cfg.d_ff,
@@ -281,7 +282,11 @@ class GPTBlock(nn.Module):
             bias=cfg.use_ffn_bias,
             gated=cfg.gated,
         )
-        self.dropout = nn.Dropout(cfg.dropout)  # on each sublayer's output
+        for name in ("self_attn_block", "ffn_block"):  # Norm_1, Norm_2 inside
+            block = Residual(
+                cfg.d_model, True, cfg.norm_eps, cfg.dropout, make_norm(cfg)
+            )
+            self.add_module(name, block)
         self.rope = cfg.positions == "rope"
         self.rope_base, self.rope_layout = cfg.rope_base, cfg.rope_layout
 
@@ -291,17 +296,30 @@ class GPTBlock(nn.Module):
         positions: torch.Tensor,
         cache: CacheSlot | None = None,
         need_weights: bool = False,
+        *,
+        trace: Trace | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x (B, T, d_model) at ``positions`` (T,) -> (x (B, T, d_model), attention
         weights (B, h, T, T_k) or None).
 
         ``cache``: this block's slot of a KV cache; the keys then span the cached
-        positions and these T (T_k = T_past + T), else T_k = T.
+        positions and these T (T_k = T_past + T), else T_k = T. A ``trace`` dict
+        receives "X" (the input), "Z_attn", "X_attn" (x after the first sublayer),
+        "Z_ffn", "X_out", "weights" and "self_attn" (what the heads computed).
         """
-        a, weights = self.self_attention(self.norm1(x), positions, cache, need_weights)
-        x = x + self.dropout(a)
-        x = x + self.dropout(self.ffn(self.norm2(x)))
-        return x, weights
+        seen = {} if trace is None else trace  # the input and the weights go here
+        keep = need_weights or trace is not None
+
+        def attention(z: torch.Tensor) -> torch.Tensor:
+            out, seen["weights"] = self.self_attention(
+                z, positions, cache, keep, trace=_heads(trace, "self_attn")
+            )
+            return out
+
+        seen["X"] = x
+        x = self.self_attn_block(x, attention, trace, ("Z_attn", "X_attn"))
+        x = self.ffn_block(x, self.ffn, trace, ("Z_ffn", "X_out"))
+        return x, (seen["weights"] if need_weights else None)
 
     def self_attention(
         self,
@@ -309,11 +327,13 @@ class GPTBlock(nn.Module):
         positions: torch.Tensor,
         cache: CacheSlot | None = None,
         need_weights: bool = False,
+        *,
+        trace: Trace | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Causal self-attention of z (B, T, d_model); returns (out (B, T, d_model),
         weights (B, h, T, T_k) or None)."""
-        q = self.attn.project_q(z)  # (B, h, T, d_k)
-        k, v = self.attn.project_kv(z, z)  # (B, h_kv, T, d_k) each
+        q = self.self_attn.project_q(z)  # (B, h, T, d_k)
+        k, v = self.self_attn.project_kv(z, z)  # (B, h_kv, T, d_k) each
         if self.rope:  # (eq. rope), before K joins the cache: it holds rotated keys
             q = apply_rope(q, positions, self.rope_base, self.rope_layout)
             k = apply_rope(k, positions, self.rope_base, self.rope_layout)
@@ -322,7 +342,13 @@ class GPTBlock(nn.Module):
         T, T_k = q.size(2), k.size(2)
         # (T, T_k), end-aligned; one new token may see every key
         mask = None if T == 1 else causal_mask(T, T_k, device=z.device)
-        return self.attn.attend(q, k, v, mask, need_weights)
+        return self.self_attn.attend(q, k, v, mask, need_weights, trace=trace)
+
+
+def _heads(trace: Trace | None, name: str) -> Trace | None:
+    """The dict in ``trace`` that an attention ``name`` fills
+    (:meth:`MultiHeadAttention.attend`), or None when nothing is traced."""
+    return None if trace is None else trace.setdefault(name, {})
 
 
 def _activation_name(layer: nn.Module) -> str:

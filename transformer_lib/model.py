@@ -77,11 +77,7 @@ class Transformer(Generates, nn.Module):
     def embed_tokens(self, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
         """(B, T) ids at positions start, ..., start + T - 1
         -> sqrt(d_model) E[ids] + PE   (eq. embedding-scale)."""
-        if tokens.dim() != 2:
-            raise ValueError(
-                f"tokens must have shape (B, T), got {tuple(tokens.shape)}"
-            )
-        T = tokens.size(1)
+        _, T = self._check_tokens("tokens", tokens)
         self._check_positions(start + T, f"{T} tokens from position {start}")
         x = self.embed(tokens) * math.sqrt(self.cfg.d_model)  # (B, T, d_model)
         # + (T, d_model), broadcast over B
@@ -290,30 +286,16 @@ class Transformer(Generates, nn.Module):
             self.decoder_norm.load_state_dict(tt.decoder.norm.state_dict())
         return self
 
-    # -- checks -----------------------------------------------------------------------
-    def _check_positions(self, n: int, what: str) -> None:
-        if n > self.cfg.max_len:
-            raise ValueError(
-                f"{what} needs {n} positions, more than max_len={self.cfg.max_len} "
-                "(rows of the positional table)"
-            )
-
+    # -- checks (_check_tokens, _check_positions: from Generates) -------------------
     def _check_generate(self, src: torch.Tensor, max_new_tokens: int) -> None:
-        if src.dim() != 2:
-            raise ValueError(f"src must have shape (B, T_src), got {tuple(src.shape)}")
-        if max_new_tokens < 0:
-            raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-        if src.size(1) > self.cfg.max_len:
-            raise ValueError(
-                f"the source has {src.size(1)} positions, "
-                f"more than max_len={self.cfg.max_len}"
-            )
-        if max_new_tokens > self.cfg.max_len:
-            raise ValueError(
-                f"{max_new_tokens} new tokens need {max_new_tokens} decoder positions "
-                f"(BOS and the first {max_new_tokens - 1} new tokens), "
-                f"more than max_len={self.cfg.max_len}"
-            )
+        _, T_src = self._check_tokens("src", src)
+        self._check_new_tokens(max_new_tokens)
+        self._check_positions(T_src, "the source")
+        self._check_positions(
+            max_new_tokens,
+            f"{max_new_tokens} new tokens (BOS and the first {max_new_tokens - 1} "
+            "new tokens as decoder input)",
+        )
 
 
 def time_decoding(

@@ -465,10 +465,12 @@ function inputError(detail) {
 
 // -- the layers (chapters 9, 10, 14) --------------------------------------------------
 // <residual>
-// Post-LN: LN(x + Sublayer(x)); Pre-LN: x + Sublayer(LN(x))   (eq. add-norm, pre-ln)
-export function residual(x, sublayer, norm, norm_first, eps = 1e-5) {
-  if (norm_first) return add(x, sublayer(layer_norm(x, norm.weight, norm.bias, eps)));
-  return layer_norm(add(x, sublayer(x)), norm.weight, norm.bias, eps);
+// Post-LN: LN(x + Sublayer(x)); Pre-LN: x + Sublayer(LN(x))   (eq. add-norm, pre-ln).
+// norm: the Residual's norm parameters, applied by normalise (LayerNorm unless given)
+export function residual(x, sublayer, norm, norm_first, normalise = null) {
+  const N = normalise || ((z, p) => layer_norm(z, p.weight, p.bias));
+  if (norm_first) return add(x, sublayer(N(x, norm)));
+  return N(add(x, sublayer(x)), norm);
 }
 // </residual>
 
@@ -509,11 +511,12 @@ export function gpt_block(x, p, cfg, trace = null) {
   const rope = cfg.positions !== "rope" ? null : {
     positions_q: positions, positions_k: positions, base: cfg.rope_base, layout: cfg.rope_layout,
   };
-  const z = norm(x, p.norm1, cfg);
   const opts = { mask: causal_mask(T), rope, trace: trace && (trace.self = {}) };
-  const [a] = multi_head_attention(z, z, z, p.attn, cfg, opts);
-  x = add(x, a);
-  return add(x, feed_forward(norm(x, p.norm2, cfg), p.ffn, cfg.activation, cfg.gated));
+  const self = (z) => multi_head_attention(z, z, z, p.self_attn, cfg, opts)[0];
+  const ffn = (z) => feed_forward(z, p.ffn, cfg.activation, cfg.gated);
+  const n = (z, q) => norm(z, q, cfg); // LayerNorm or RMSNorm, by the config
+  x = residual(x, self, p.self_attn_block.norm, true, n);
+  return residual(x, ffn, p.ffn_block.norm, true, n);
 }
 
 function norm(x, p, cfg) {
@@ -660,137 +663,45 @@ function loadError(code, detail) {
 }
 // </safetensors>
 
-// -- configs and the tensors they call for --------------------------------------------
+// -- the file against its own metadata ----------------------------------------------
 // <configs>
-// The fields of tl.TransformerConfig and tl.GPTConfig with their defaults (null:
-// required), checked as their __post_init__ checks them.
-const CONFIG_FIELDS = {
-  transformer: {
-    vocab_size: null, d_model: null, n_heads: null, n_kv_heads: undefined, n_layers: null,
-    d_ff: null, max_len: null, norm_first: false, activation: "relu", bos_id: 1, pad_id: 0,
-    dropout: 0.0,
-  },
-  gpt: {
-    vocab_size: null, d_model: null, n_heads: null, n_layers: null, d_ff: null,
-    max_len: null, n_kv_heads: undefined, positions: "learned", norm: "layernorm",
-    norm_eps: 1e-5, activation: "gelu_tanh", gated: false, bias: true, attn_bias: undefined,
-    ffn_bias: undefined, tie_embeddings: true, pad_id: undefined, rope_base: 10000.0,
-    rope_layout: "interleaved", dropout: 0.0, init_std: 0.02,
-  },
-};
-
-export function checkConfig(kind, given) {
-  const fields = CONFIG_FIELDS[kind];
-  if (!fields) throw loadError("bad-config", `kind ${JSON.stringify(kind)}: "gpt" or "transformer" expected`);
-  if (typeof given !== "object" || given === null) throw loadError("bad-config", "the config is not a JSON object");
-  const cfg = {};
-  for (const key of Object.keys(given)) {
-    if (!(key in fields)) throw loadError("bad-config", `unknown field ${key} for a ${kind}`);
-  }
-  for (const [key, dflt] of Object.entries(fields)) {
-    const v = given[key] ?? dflt;
-    if (v === null) throw loadError("bad-config", `${key} is missing`);
-    cfg[key] = v === undefined ? null : v;
-  }
-  for (const key of ["vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"]) {
+// tl.export_model writes the config's fields (all of them, defaults included) and every
+// state_dict name with its shape into the metadata; the page checks the file against
+// those, and the config only for what this engine's forward pass needs of it.
+export function checkConfig(kind, cfg) {
+  if (kind !== "gpt" && kind !== "transformer") throw loadError("bad-config", `kind ${JSON.stringify(kind)}: "gpt" or "transformer" expected`);
+  if (typeof cfg !== "object" || cfg === null) throw loadError("bad-config", "the config is not a JSON object");
+  for (const key of ["vocab_size", "d_model", "n_heads", "n_layers", "max_len"]) {
     if (!Number.isInteger(cfg[key]) || cfg[key] < 1) throw loadError("bad-config", `${key}=${cfg[key]}: a positive integer expected`);
   }
-  if (cfg.n_kv_heads === null) cfg.n_kv_heads = cfg.n_heads;
-  if (!Number.isInteger(cfg.n_kv_heads) || cfg.d_model % cfg.n_heads || cfg.n_heads % cfg.n_kv_heads) {
-    throw loadError("bad-config", `d_model=${cfg.d_model} must split into n_heads=${cfg.n_heads} heads, n_heads into n_kv_heads=${cfg.n_kv_heads} groups`);
+  const h_kv = cfg.n_kv_heads ?? cfg.n_heads;
+  if (!Number.isInteger(h_kv) || cfg.d_model % cfg.n_heads || cfg.n_heads % h_kv) {
+    throw loadError("bad-config", `d_model=${cfg.d_model} must split into n_heads=${cfg.n_heads} heads, n_heads into n_kv_heads=${h_kv} groups`);
   }
-  const choices = kind === "gpt"
-    ? { positions: ["learned", "sinusoidal", "rope", "none"], norm: ["layernorm", "rmsnorm"], activation: Object.keys(ACTIVATIONS), rope_layout: ["interleaved", "half"] }
-    : { activation: ["relu", "gelu"] };
-  for (const [key, allowed] of Object.entries(choices)) {
-    if (!allowed.includes(cfg[key])) throw loadError("bad-config", `${key}=${JSON.stringify(cfg[key])}: one of ${allowed.join(", ")} expected`);
-  }
-  if (kind === "gpt" && cfg.positions === "rope" && (cfg.d_model / cfg.n_heads) % 2) {
-    throw loadError("bad-config", `RoPE needs an even d_k, got ${cfg.d_model / cfg.n_heads}`);
-  }
-  return cfg;
-}
-
-// name -> shape of every tensor of the model's state_dict, in its order
-export function expectedTensors(kind, cfg) {
-  const d = cfg.d_model;
-  const d_k = d / cfg.n_heads;
-  const out = {};
-  const lin = (name, o, i, bias) => {
-    out[`${name}.weight`] = [o, i];
-    if (bias) out[`${name}.bias`] = [o];
-  };
-  const attn = (name, bias) => {
-    lin(`${name}.q_proj`, cfg.n_heads * d_k, d, bias);
-    lin(`${name}.k_proj`, cfg.n_kv_heads * d_k, d, bias);
-    lin(`${name}.v_proj`, cfg.n_kv_heads * d_k, d, bias);
-    lin(`${name}.o_proj`, d, cfg.n_heads * d_k, bias);
-  };
-  const ffn = (name, bias, gated) => {
-    lin(`${name}.linear1`, cfg.d_ff, d, bias);
-    lin(`${name}.linear2`, d, cfg.d_ff, bias);
-    if (gated) lin(`${name}.linear_up`, cfg.d_ff, d, bias);
-  };
-  const ln = (name, bias = true) => {
-    out[`${name}.weight`] = [d];
-    if (bias) out[`${name}.bias`] = [d];
-  };
-  if (kind === "transformer") {
-    out["embed.weight"] = [cfg.vocab_size, d];
-    for (let i = 0; i < cfg.n_layers; i++) {
-      const pre = `encoder_layers.${i}`;
-      attn(`${pre}.self_attn`, true);
-      ffn(`${pre}.ffn`, true, false);
-      ln(`${pre}.self_attn_block.norm`);
-      ln(`${pre}.ffn_block.norm`);
-    }
-    for (let i = 0; i < cfg.n_layers; i++) {
-      const pre = `decoder_layers.${i}`;
-      attn(`${pre}.self_attn`, true);
-      attn(`${pre}.cross_attn`, true);
-      ffn(`${pre}.ffn`, true, false);
-      for (const b of ["self_attn_block", "cross_attn_block", "ffn_block"]) ln(`${pre}.${b}.norm`);
-    }
-    if (cfg.norm_first) {
-      ln("encoder_norm");
-      ln("decoder_norm");
-    }
-    lin("out_proj", cfg.vocab_size, d, true);
-    return out;
-  }
-  const attn_bias = cfg.attn_bias ?? cfg.bias;
-  const ffn_bias = cfg.ffn_bias ?? cfg.bias;
-  const layernorm = cfg.norm === "layernorm";
-  out["tok_emb.weight"] = [cfg.vocab_size, d];
-  if (cfg.positions === "learned") out["pos_emb.weight"] = [cfg.max_len, d];
-  for (let i = 0; i < cfg.n_layers; i++) {
-    ln(`blocks.${i}.norm1`, layernorm);
-    attn(`blocks.${i}.attn`, attn_bias);
-    ln(`blocks.${i}.norm2`, layernorm);
-    ffn(`blocks.${i}.ffn`, ffn_bias, cfg.gated);
-  }
-  ln("norm_f", layernorm);
-  out["lm_head.weight"] = [cfg.vocab_size, d];
-  return out;
+  return { ...cfg, n_kv_heads: h_kv };
 }
 // </configs>
 
-// The model's parameters as nested objects (p.blocks[0].attn.q_proj.weight, ...) from the
-// file's tensors, checked against the config: a name the file lacks ("missing-tensor"; a
-// tied matrix stored once is found through the metadata, as save_model writes it), one it
-// has too many ("unexpected-tensor"), a shape that differs ("bad-shape").
-export function buildParams(kind, cfg, file) {
-  const expected = expectedTensors(kind, cfg);
+// The model's parameters as nested objects (p.blocks[0].self_attn.q_proj.weight, ...)
+// from the file's tensors, checked against the metadata's "tensors" (name -> shape): a
+// name the file lacks ("missing-tensor"; a tied matrix stored once is found through the
+// metadata, as save_model writes it), one it has too many ("unexpected-tensor"), a shape
+// that differs ("bad-shape").
+export function buildParams(file) {
   const { tensors, metadata } = file;
-  const tied = kind === "gpt" && cfg.tie_embeddings ? [["tok_emb.weight", "lm_head.weight"], ["lm_head.weight", "tok_emb.weight"]] : [];
+  let expected;
+  try {
+    expected = JSON.parse(metadata.tensors);
+  } catch (e) {
+    throw loadError("no-config", "the metadata names no tensors: export the model again with tl.export_model");
+  }
   const found = {};
   for (const [name, shape] of Object.entries(expected)) {
     let t = tensors[name];
     if (!t && typeof metadata[name] === "string" && tensors[metadata[name]]) t = tensors[metadata[name]];
-    for (const [a, b] of tied) if (!t && name === a) t = tensors[b];
     if (!t) throw loadError("missing-tensor", name);
     if (t.shape.length !== shape.length || t.shape.some((s, i) => s !== shape[i])) {
-      throw loadError("bad-shape", `${name}: (${t.shape}) in the file, (${shape}) for this config`);
+      throw loadError("bad-shape", `${name}: (${t.shape}) in the file, (${shape}) in its metadata`);
     }
     found[name] = t;
   }
@@ -800,7 +711,7 @@ export function buildParams(kind, cfg, file) {
   return nestParams(found);
 }
 
-// {"blocks.0.attn.q_proj.weight": t, ...} -> {blocks: [{attn: {q_proj: {weight: t}}}]}
+// {"blocks.0.self_attn.q_proj.weight": t, ...} -> {blocks: [{self_attn: {q_proj: {weight: t}}}]}
 export function nestParams(named) {
   const p = {};
   for (const [name, t] of Object.entries(named)) {
@@ -837,7 +748,7 @@ export function makeModel(file, expectKind = null, weightsUrl = null) {
   let kind = m.kind || (given && "positions" in given ? "gpt" : "transformer");
   if (expectKind && kind !== expectKind) throw loadError("bad-config", `a ${kind} model, where a ${expectKind} is expected`);
   const config = checkConfig(kind, given);
-  const params = buildParams(kind, config, file);
+  const params = buildParams(file);
   let vocab = null;
   if (typeof m.vocab === "string") {
     try {
@@ -873,6 +784,12 @@ export function makeModel(file, expectKind = null, weightsUrl = null) {
       resolve(out);
     }),
   };
+  try {
+    // one token through the forward pass: names this engine reads that the file lacks
+    run(kind === "gpt" ? [[0]] : [[0], [0]], null);
+  } catch (e) {
+    throw loadError("bad-config", `this page's engine cannot run the file's tensors (${e.message})`);
+  }
   return model;
 }
 
@@ -934,7 +851,7 @@ export const formulas = {
   matmul, causal_mask, linear, relu, gelu, gelu_tanh, silu, feed_forward, layer_norm, rms_norm,
   sinusoidal_positional_encoding, rope_angles, apply_rope, split_heads, merge_heads, repeat_kv,
   multi_head_attention, embedding, residual, encoder_layer, decoder_layer, gpt_block,
-  transformer_forward, gpt_forward, parseSafetensors, checkConfig, expectedTensors,
+  transformer_forward, gpt_forward, parseSafetensors, checkConfig, buildParams,
   nestParams, makeModel,
 };
 

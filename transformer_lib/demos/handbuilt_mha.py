@@ -82,5 +82,6 @@ def head_weights(
     x = embed(tokens)
     mask = causal_mask(len(tokens)) if causal else None
     with torch.no_grad():
-        _, w = handbuilt_attention(n_kv_heads)(x, x, x, mask=mask)  # (1, h, T, T)
+        # (1, h, T, T)
+        _, w = handbuilt_attention(n_kv_heads)(x, x, x, mask, need_weights=True)
     return w[0]

@@ -34,6 +34,7 @@ def train_lm(
     max_seconds: float | None = None,
     callback: Callable[[int, GPT], None] | None = None,
     callback_every: int = 0,
+    stop_after: int | None = None,
 ) -> tuple[GPT, dict]:
     """Train ``model`` (a :class:`GPT`, trained in place, or a :class:`GPTConfig` to
     build one from ``seed``) with AdamW on :func:`causal_lm_loss`, in the demos' one
@@ -42,6 +43,8 @@ def train_lm(
     The learning rate follows :func:`~transformer_lib.demos.training.warmup_cosine`
     (down to lr / 10); gradients are clipped to norm ``grad_clip``; ``max_seconds``,
     ``callback``, ``callback_every`` and ``num_threads`` are ``train``'s.
+    ``stop_after`` runs only the first that many steps of the ``steps``-step schedule
+    (the same losses as the full run's first steps).
 
     Returns the model, in eval mode, and ``train``'s history: per step "loss" and
     "lr"; "steps" run, "seconds" and "cpu_seconds" of training. Seeded: the same seed
@@ -68,7 +71,7 @@ def train_lm(
             model,
             loss_fn,
             opt,
-            steps=steps,
+            steps=steps if stop_after is None else min(steps, stop_after),
             lr_at=lambda step: warmup_cosine(step, steps, lr, warmup),
             grad_clip=grad_clip,
             num_threads=num_threads,

@@ -14,6 +14,7 @@ from ..masks import causal_mask, padding_mask
 from .ch03_attention_mistakes import ATTENTION_MISTAKES, learner_attention
 from .compare import close, finite, first_index, first_mismatch, row, shape
 from .harness import Checker, Trial, gen, randn
+from .language import N_, _
 
 NEG_INF = float("-inf")
 
@@ -65,7 +66,7 @@ class AttentionTrial(Trial):
     @cached_property
     def returned(self) -> str:
         if isinstance(self.got, torch.Tensor):
-            return "a single tensor"
+            return _("a single tensor")
         return type(self.got).__name__
 
     def like(self, **variant) -> bool:
@@ -140,7 +141,7 @@ class AttentionTrial(Trial):
     @cached_property
     def fill0(self) -> str:
         if self.like(fill=0.0):
-            return " (filling them with 0 is not enough: exp(0) = 1)"
+            return _(" (filling them with 0 is not enough: exp(0) = 1)")
         return ""
 
     @cached_property
@@ -158,7 +159,7 @@ class AttentionTrial(Trial):
 
     @cached_property
     def bad_row(self) -> str:
-        return row(self.sums_off_at, "batch/head index")
+        return row(self.sums_off_at, _("batch/head index"))
 
     @cached_property
     def bad_sum(self) -> float:
@@ -188,10 +189,10 @@ def _drawn(g, q: tuple, kv: tuple, mask=None, note: str = "", v=None) -> Attenti
     """q of shape ``q``, k of shape ``kv`` and v of shape ``v`` (``kv`` if None), drawn
     from ``g``; the trial says their shapes, then ``note``."""
     if v is None:
-        v, kv_said = kv, f"k and v {shape(kv)}"
+        v, kv_said = kv, _("k and v {shape}").format(shape=shape(kv))
     else:
-        kv_said = f"k {shape(kv)}, v {shape(v)}"
-    inputs = f"q {shape(q)}, {kv_said}{note}"
+        kv_said = _("k {k}, v {v}").format(k=shape(kv), v=shape(v))
+    inputs = _("q {q}, {kv}").format(q=shape(q), kv=kv_said) + note
     return AttentionTrial(inputs, randn(g, *q), randn(g, *kv), randn(g, *v), mask)
 
 
@@ -205,27 +206,30 @@ def _attention_trials() -> list[AttentionTrial]:
         ]
     )  # (3, 5): query 1 may attend to no key
     trials = [
-        _drawn(g, (5, 16), (5, 16), v=(5, 6), note=", no mask"),
+        _drawn(g, (5, 16), (5, 16), v=(5, 6), note=_(", no mask")),
         _drawn(
-            g, (2, 3, 8), (2, 7, 8), v=(2, 7, 5), note=": T_q = 3 ≠ T_k = 7, no mask"
+            g, (2, 3, 8), (2, 7, 8), v=(2, 7, 5), note=_(": T_q = 3 ≠ T_k = 7, no mask")
         ),
-        _drawn(g, (2, 3, 5, 4), (2, 3, 6, 4), note=": batch and head axes, no mask"),
+        _drawn(g, (2, 3, 5, 4), (2, 3, 6, 4), note=_(": batch and head axes, no mask")),
         _drawn(
-            g, (2, 2, 5, 8), (2, 2, 5, 8), causal_mask(5), " with tl.causal_mask(5)"
+            g, (2, 2, 5, 8), (2, 2, 5, 8), causal_mask(5), _(" with tl.causal_mask(5)")
         ),
         _drawn(
             g,
             (2, 2, 4, 8),
             (2, 2, 6, 8),
             padding_mask([6, 3], 6),
-            " with the padding mask tl.padding_mask([6, 3], 6) of shape (2, 1, 1, 6)",
+            _(
+                " with the padding mask tl.padding_mask([6, 3], 6) of shape (2, 1, 1,"
+                " 6)"
+            ),
         ),
         _drawn(
             g,
             (1, 2, 3, 8),
             (1, 2, 5, 8),
             full,
-            " with a (3, 5) mask whose row 1 is all False (a fully masked query)",
+            _(" with a (3, 5) mask whose row 1 is all False (a fully masked query)"),
         ),
     ]
     # scores of 1e4 after dividing by sqrt(4)
@@ -240,13 +244,13 @@ def _attention_trials() -> list[AttentionTrial]:
     )
     trials.append(
         AttentionTrial(
-            "q (2, 4) and k (4, 4) whose scaled scores reach ±1e4, v (4, 3)",
+            _("q (2, 4) and k (4, 4) whose scaled scores reach ±1e4, v (4, 3)"),
             q,
             k,
             randn(g, 4, 3),
         )
     )
-    note = ": one query, odd d_k = 7, with tl.causal_mask(1, 4)"
+    note = _(": one query, odd d_k = 7, with tl.causal_mask(1, 4)")
     trials.append(_drawn(g, (1, 1, 7), (1, 4, 7), causal_mask(1, 4), note))
     return trials
 
@@ -257,6 +261,10 @@ check_scaled_dot_product_attention = Checker(
     " :func:`transformer_lib.scaled_dot_product_attention`.",
     _attention_trials,
     ATTENTION_MISTAKES,
-    "{n} inputs agree with tl.scaled_dot_product_attention, including T_q ≠ T_k, batch"
-    " and head axes, causal and padding masks, a fully masked row and scores of ±1e4.",
+    N_(
+        "{n} inputs agree with tl.scaled_dot_product_attention, including T_q ≠ T_k,"
+        " batch"
+        " and head axes, causal and padding masks, a fully masked row and scores of"
+        " ±1e4."
+    ),
 )

@@ -10,6 +10,7 @@ import torch
 from ..attention import softmax
 from .compare import close, finite, first_index, first_mismatch, row, where
 from .harness import Checker, Mistake, Trial, gen, randn
+from .language import N_, _
 
 NEG_INF = float("-inf")
 
@@ -62,12 +63,14 @@ class SoftmaxTrial(Trial):
 
     @cached_property
     def bad_slice(self) -> str:
-        idx, _, _ = first_mismatch(
+        idx, _got, _want = first_mismatch(
             self.got.sum(dim=self.dim), self.want.sum(dim=self.dim), atol=1e-4
         )
         if self.dim == self.x.dim() - 1:
             return row(idx)
-        return f"the slice along dim {self.dim} at {where(idx)}"
+        return _("the slice along dim {dim} at {index}").format(
+            dim=self.dim, index=where(idx)
+        )
 
     @cached_property
     def bad_sum(self) -> float:
@@ -95,23 +98,28 @@ def _softmax_trials() -> list[SoftmaxTrial]:
     )
     return [
         SoftmaxTrial(
-            "x of shape (4, 6) (random logits)", randn(g, 4, 6, scale=2.0), {}
+            _("x of shape (4, 6) (random logits)"), randn(g, 4, 6, scale=2.0), {}
         ),
         SoftmaxTrial(
-            "x of shape (2, 3, 7) (a batch)", randn(g, 2, 3, 7, scale=2.0), {}
+            _("x of shape (2, 3, 7) (a batch)"), randn(g, 2, 3, 7, scale=2.0), {}
         ),
-        SoftmaxTrial("x of shape (5,) (a single row)", randn(g, 5), {}),
+        SoftmaxTrial(_("x of shape (5,) (a single row)"), randn(g, 5), {}),
         SoftmaxTrial(
-            "logits of ±1e4, x = [[1e4, 9999, 9997, 0, -1e4], [-1e4, -9998, 0, 5, 2]]",
+            _(
+                "logits of ±1e4, x = [[1e4, 9999, 9997, 0, -1e4], [-1e4, -9998, 0, 5,"
+                " 2]]"
+            ),
             large,
             {},
         ),
-        SoftmaxTrial("a (3, 5) x where some entries are -inf (masked)", partly, {}),
+        SoftmaxTrial(_("a (3, 5) x where some entries are -inf (masked)"), partly, {}),
         SoftmaxTrial(
-            "a (3, 4) x whose row 1 is entirely -inf (a fully masked row)", fully, {}
+            _("a (3, 4) x whose row 1 is entirely -inf (a fully masked row)"), fully, {}
         ),
-        SoftmaxTrial("x of shape (5, 3) with dim=0", randn(g, 5, 3), {"dim": 0}),
-        SoftmaxTrial("x of shape (2, 4, 3) with dim=1", randn(g, 2, 4, 3), {"dim": 1}),
+        SoftmaxTrial(_("x of shape (5, 3) with dim=0"), randn(g, 5, 3), {"dim": 0}),
+        SoftmaxTrial(
+            _("x of shape (2, 4, 3) with dim=1"), randn(g, 2, 4, 3), {"dim": 1}
+        ),
     ]
 
 
@@ -145,68 +153,92 @@ def softmax_not_normalised(x, dim=-1):
 
 
 SOFTMAX_MISTAKES = [
-    Mistake.not_a_tensor("your softmax's output for {inputs}"),
+    Mistake.not_a_tensor(N_("your softmax's output for {inputs}")),
     Mistake.wrong_shape(
-        "your output", "a softmax returns a tensor of the same shape as its input"
+        N_("your output"),
+        N_("a softmax returns a tensor of the same shape as its input"),
     ),
     Mistake(
         softmax_nan_on_masked_row,
         lambda t: not finite(t.got) and t.nan_on_dead_only,
-        "your output is NaN for {inputs}: exp(-inf) = 0 everywhere in that row, so you"
-        " divide 0 by 0. The library returns all zeros for such a row (nothing may be"
-        " attended to): when a row's maximum is -inf, subtract 0 instead of the"
-        " maximum,"
-        " and guard the division (what does softmax do to a row of -inf?)",
+        N_(
+            "your output is NaN for {inputs}: exp(-inf) = 0 everywhere in that row, so"
+            " you"
+            " divide 0 by 0. The library returns all zeros for such a row (nothing may"
+            " be"
+            " attended to): when a row's maximum is -inf, subtract 0 instead of the"
+            " maximum,"
+            " and guard the division (what does softmax do to a row of -inf?)"
+        ),
     ),
     Mistake(
         softmax_no_max_subtraction,
         lambda t: not finite(t.got) and t.largest_logit >= 1e3,
-        "your output contains inf or NaN for {inputs}: exp(10000) overflows float32"
-        " (whose largest value is about e^88.7). Subtract each row's maximum before"
-        " exp(): softmax(x) = softmax(x - max x), and the largest exponent becomes"
-        " exp(0) = 1",
+        N_(
+            "your output contains inf or NaN for {inputs}: exp(10000) overflows float32"
+            " (whose largest value is about e^88.7). Subtract each row's maximum before"
+            " exp(): softmax(x) = softmax(x - max x), and the largest exponent becomes"
+            " exp(0) = 1"
+        ),
     ),
     Mistake(  # catch-all for inf or NaN
         None,
         lambda t: not finite(t.got),
-        lambda t: (
-            f"your output{where(t.not_finite_at)} is "
-            f"{t.got[t.not_finite_at]:.4g} for {t.inputs}; "
-            f"expected {t.want[t.not_finite_at]:.4g}"
+        lambda t: _(
+            "your output{index} is {got:.4g} for {inputs}; expected {want:.4g}"
+        ).format(
+            index=where(t.not_finite_at),
+            got=t.got[t.not_finite_at],
+            inputs=t.inputs,
+            want=t.want[t.not_finite_at],
         ),
     ),
     Mistake(
         softmax_ignores_dim,
         lambda t: t.ignores_dim,
-        "your function ignores its dim argument: for {inputs} it normalised along the"
-        " last axis; softmax(x, dim={kwargs[dim]}) must make the slices along"
-        " dim {kwargs[dim]} sum to 1",
+        N_(
+            "your function ignores its dim argument: for {inputs} it normalised along"
+            " the"
+            " last axis; softmax(x, dim={kwargs[dim]}) must make the slices along"
+            " dim {kwargs[dim]} sum to 1"
+        ),
     ),
     Mistake(
         softmax_wrong_axis,
         lambda t: t.sums_off and t.other_axis is not None,
-        lambda t: (
-            f"{t.bad_slice} of your output sums to {t.bad_sum:.4g}, not 1, for"
-            f" {t.inputs}, while the slices along dim {t.other_axis} sum to 1: did you"
-            " take"
-            f" the softmax over the right axis (dim={t.kwargs.get('dim', -1)})?"
+        lambda t: _(
+            "{bad_slice} of your output sums to {bad_sum:.4g}, not 1, for {inputs},"
+            " while the slices along dim {other} sum to 1: did you take the softmax"
+            " over the right axis (dim={dim})?"
+        ).format(
+            bad_slice=t.bad_slice,
+            bad_sum=t.bad_sum,
+            inputs=t.inputs,
+            other=t.other_axis,
+            dim=t.kwargs.get("dim", -1),
         ),
     ),
     Mistake(
         softmax_exp_only,
         lambda t: t.sums_off and close(t.got, torch.exp(t.x)),
-        "{bad_slice} of your output sums to {bad_sum:.4g}, not 1, for {inputs}: you"
-        " return exp(x); a softmax divides each exponential by the sum of the"
-        " exponentials in its row",
+        N_(
+            "{bad_slice} of your output sums to {bad_sum:.4g}, not 1, for {inputs}: you"
+            " return exp(x); a softmax divides each exponential by the sum of the"
+            " exponentials in its row"
+        ),
     ),
     Mistake(
         softmax_not_normalised,
         lambda t: t.sums_off,
-        "{bad_slice} of your output sums to {bad_sum:.4g}, not 1, for {inputs}: is it"
-        " normalised? Divide each exponential by the sum of the exponentials along the"
-        " softmax axis",
+        N_(
+            "{bad_slice} of your output sums to {bad_sum:.4g}, not 1, for {inputs}: is"
+            " it"
+            " normalised? Divide each exponential by the sum of the exponentials along"
+            " the"
+            " softmax axis"
+        ),
     ),
-    Mistake.mismatch("your output"),
+    Mistake.mismatch(N_("your output")),
 ]
 
 check_softmax = Checker(
@@ -214,6 +246,8 @@ check_softmax = Checker(
     "Check ``candidate(x, dim=-1)`` against :func:`transformer_lib.softmax`.",
     _softmax_trials,
     SOFTMAX_MISTAKES,
-    "{n} inputs agree with tl.softmax, including logits of ±1e4, a fully masked row"
-    " and dim=0 / dim=1.",
+    N_(
+        "{n} inputs agree with tl.softmax, including logits of ±1e4, a fully masked row"
+        " and dim=0 / dim=1."
+    ),
 )

@@ -10,6 +10,7 @@ import torch
 from ..masks import causal_mask, padding_mask
 from .compare import first_index
 from .harness import Checker, Mistake, Trial
+from .language import N_, _
 
 NEG_INF = float("-inf")
 
@@ -46,16 +47,23 @@ def _not_bool(additive: Callable, numbers: Callable) -> list[Mistake]:
         Mistake(
             additive,
             lambda t: t.got.dtype != torch.bool and is_additive(t),
-            "your mask for {inputs} holds 0 and -inf (an additive mask); this book's"
-            " masks are bool tensors with True = may attend (a comparison like `j <= i`"
-            " already gives bool; `.bool()` converts 0/1)",
+            _(
+                "your mask for {inputs} holds 0 and -inf (an additive mask); this"
+                " book's"
+                " masks are bool tensors with True = may attend (a comparison like `j"
+                " <= i`"
+                " already gives bool; `.bool()` converts 0/1)"
+            ),
         ),
         Mistake(
             numbers,
             lambda t: t.got.dtype != torch.bool,
-            "your mask for {inputs} holds numbers of dtype {got.dtype}; this book's"
-            " masks are bool tensors with True = may attend (a comparison like `j <= i`"
-            " already gives bool; `.bool()` converts 0/1)",
+            _(
+                "your mask for {inputs} holds numbers of dtype {got.dtype}; this book's"
+                " masks are bool tensors with True = may attend (a comparison like `j"
+                " <= i`"
+                " already gives bool; `.bool()` converts 0/1)"
+            ),
         ),
     ]
 
@@ -99,8 +107,8 @@ def _causal_trials() -> list[CausalTrial]:
         CausalTrial((5,), "T_q = T_k = 5"),
         CausalTrial((1,), "T_q = T_k = 1"),
         CausalTrial((4, 4), "T_q = 4, T_k = 4"),
-        CausalTrial((3, 5), "T_q = 3, T_k = 5 (3 new queries after 2 earlier keys)"),
-        CausalTrial((1, 6), "T_q = 1, T_k = 6 (one new query, 6 keys)"),
+        CausalTrial((3, 5), _("T_q = 3, T_k = 5 (3 new queries after 2 earlier keys)")),
+        CausalTrial((1, 6), _("T_q = 1, T_k = 6 (one new query, 6 keys)")),
     ]
 
 
@@ -144,7 +152,7 @@ def causal_top_left(T_q, T_k=None):
 
 CAUSAL_MISTAKES = [
     # what the function returns
-    Mistake.not_a_tensor("your mask for {inputs}"),
+    Mistake.not_a_tensor(N_("your mask for {inputs}")),
     Mistake(
         causal_ignores_T_k,
         lambda t: (
@@ -152,54 +160,78 @@ CAUSAL_MISTAKES = [
             and len(t.args) == 2
             and t.got.shape == (t.args[0], t.args[0])
         ),
-        "your mask has shape {got_shape} for {inputs}; expected {want_shape}: one row"
-        " per query and one column per key, (T_q, T_k); you seem to ignore T_k",
+        N_(
+            "your mask has shape {got_shape} for {inputs}; expected {want_shape}: one"
+            " row"
+            " per query and one column per key, (T_q, T_k); you seem to ignore T_k"
+        ),
     ),
     Mistake(  # catch-all for the shape
         None,
         lambda t: t.got.shape != t.want.shape,
-        "your mask has shape {got_shape} for {inputs}; expected {want_shape}: one row"
-        " per query and one column per key, (T_q, T_k)",
+        N_(
+            "your mask has shape {got_shape} for {inputs}; expected {want_shape}: one"
+            " row"
+            " per query and one column per key, (T_q, T_k)"
+        ),
     ),
     *_not_bool(causal_float_additive, causal_float_ones),
     # which cells are True
     Mistake(
         causal_inverted,
         lambda t: t.inverted,
-        "your mask for {inputs} is inverted: it is True exactly where the library's is"
-        " False. True means 'may attend', so query i may attend key j when j <= i (the"
-        " past and itself)",
+        N_(
+            "your mask for {inputs} is inverted: it is True exactly where the"
+            " library's is"
+            " False. True means 'may attend', so query i may attend key j when j <= i"
+            " (the"
+            " past and itself)"
+        ),
     ),
     Mistake(
         causal_diagonal_excluded,
         lambda t: t.equals(t.j < t.i + t.off),
-        "your mask for {inputs} leaves out the diagonal: query i must be allowed to"
-        " attend to itself, key j = i (j <= i, not j < i); without it the first query"
-        " can attend to nothing",
+        N_(
+            "your mask for {inputs} leaves out the diagonal: query i must be allowed to"
+            " attend to itself, key j = i (j <= i, not j < i); without it the first"
+            " query"
+            " can attend to nothing"
+        ),
     ),
     Mistake(
         causal_upper_triangle,
         lambda t: t.equals(t.j >= t.i) or t.equals(t.j >= t.i + t.off),
-        "your mask for {inputs} is the upper triangle; it should be the lower one: row"
-        " i is the query, column j the key, and query i may attend key j only when"
-        " j <= i (torch.tril, not torch.triu)",
+        N_(
+            "your mask for {inputs} is the upper triangle; it should be the lower one:"
+            " row"
+            " i is the query, column j the key, and query i may attend key j only when"
+            " j <= i (torch.tril, not torch.triu)"
+        ),
     ),
     Mistake(
         causal_top_left,
         lambda t: t.off != 0 and t.equals(t.j <= t.i),
-        "your mask for {inputs} is aligned top-left: with T_q < T_k the queries are the"
-        " last T_q positions, so query i sits at position i + (T_k - T_q) = i + {off}"
-        " and may attend keys j <= i + {off}; the last query sees every key"
-        " (torch.tril(..., diagonal=T_k - T_q))",
+        N_(
+            "your mask for {inputs} is aligned top-left: with T_q < T_k the queries"
+            " are the"
+            " last T_q positions, so query i sits at position i + (T_k - T_q) = i +"
+            " {off}"
+            " and may attend keys j <= i + {off}; the last query sees every key"
+            " (torch.tril(..., diagonal=T_k - T_q))"
+        ),
     ),
     Mistake(  # catch-all
         None,
         lambda t: True,
-        lambda t: (
-            f"your mask for {t.inputs} says {bool(t.got[t.differs_at])} at"
-            f" [query {t.differs_at[0]}, key {t.differs_at[1]}]; expected"
-            f" {bool(t.want[t.differs_at])} (query i may attend key j when"
-            " j <= i + T_k - T_q)"
+        lambda t: _(
+            "your mask for {inputs} says {got} at [query {i}, key {j}]; expected"
+            " {want} (query i may attend key j when j <= i + T_k - T_q)"
+        ).format(
+            inputs=t.inputs,
+            got=bool(t.got[t.differs_at]),
+            i=t.differs_at[0],
+            j=t.differs_at[1],
+            want=bool(t.want[t.differs_at]),
         ),
     ),
 ]
@@ -209,8 +241,10 @@ check_causal_mask = Checker(
     "Check ``candidate(T_q, T_k=None)`` against :func:`transformer_lib.causal_mask`.",
     _causal_trials,
     CAUSAL_MISTAKES,
-    "{n} sizes agree with tl.causal_mask, including T_q = 1 and T_q < T_k"
-    " (end-aligned).",
+    N_(
+        "{n} sizes agree with tl.causal_mask, including T_q = 1 and T_q < T_k"
+        " (end-aligned)."
+    ),
 )
 
 
@@ -245,10 +279,9 @@ class PaddingTrial(MaskTrial):
     @cached_property
     def real(self) -> str:
         n = self.lens[self.b]
-        return (
-            f"sequence {self.b} has length {n}, so its real tokens are positions"
-            f" 0..{n - 1}"
-        )
+        return _(
+            "sequence {b} has length {n}, so its real tokens are positions 0..{last}"
+        ).format(b=self.b, n=n, last=n - 1)
 
     @cached_property
     def length(self) -> int:
@@ -269,7 +302,7 @@ def _padding_trials() -> list[PaddingTrial]:
     ]
 
 
-_PADDING_SHAPE = (
+_PADDING_SHAPE = N_(
     "your mask has shape {got_shape} for {inputs}; expected (B, 1, 1, T), so that it"
     " broadcasts over the heads (dim 1) and the queries (dim 2)"
 )
@@ -309,11 +342,11 @@ def padding_on_the_left(lengths, T):
 
 PADDING_MISTAKES = [
     # what the function returns
-    Mistake.not_a_tensor("your mask for {inputs}"),
+    Mistake.not_a_tensor(N_("your mask for {inputs}")),
     Mistake(
         padding_wrong_shape,
         lambda t: t.got.shape != t.want.shape and t.got.shape == (len(t.lens), t.T),
-        _PADDING_SHAPE + ": add the two middle axes with mask[:, None, None, :]",
+        (_PADDING_SHAPE, N_(": add the two middle axes with mask[:, None, None, :]")),
     ),
     Mistake(  # catch-all for the shape
         None, lambda t: t.got.shape != t.want.shape, _PADDING_SHAPE
@@ -323,37 +356,52 @@ PADDING_MISTAKES = [
     Mistake(
         padding_inverted,
         lambda t: t.inverted,
-        "your mask for {inputs} is inverted: it is True at the padding. In this book"
-        " True = may attend, so the real tokens j < length are True (PyTorch's"
-        " key_padding_mask uses the opposite convention, True = ignore)",
+        N_(
+            "your mask for {inputs} is inverted: it is True at the padding. In this"
+            " book"
+            " True = may attend, so the real tokens j < length are True (PyTorch's"
+            " key_padding_mask uses the opposite convention, True = ignore)"
+        ),
     ),
     Mistake(
         padding_off_by_one,
         lambda t: t.equals(t.j <= t.L),
-        "your mask for {inputs} is off by one: {real}, but yours also allows position"
-        " {length} (use j < length, not j <= length)",
+        N_(
+            "your mask for {inputs} is off by one: {real}, but yours also allows"
+            " position"
+            " {length} (use j < length, not j <= length)"
+        ),
     ),
     Mistake(
         padding_one_short,
         lambda t: t.equals(t.j < t.L - 1),
-        lambda t: (
-            f"your mask for {t.inputs} is off by one: {t.real}, but yours stops"
-            f" one early, at position {t.length - 2}"
-        ),
+        lambda t: _(
+            "your mask for {inputs} is off by one: {real}, but yours stops one early,"
+            " at position {pos}"
+        ).format(inputs=t.inputs, real=t.real, pos=t.length - 2),
     ),
     Mistake(
         padding_on_the_left,
         lambda t: t.equals(t.j >= t.T - t.L),
-        "your mask for {inputs} marks the last positions as real: {real}; the padding"
-        " comes after them (right padding)",
+        N_(
+            "your mask for {inputs} marks the last positions as real: {real}; the"
+            " padding"
+            " comes after them (right padding)"
+        ),
     ),
     Mistake(  # catch-all
         None,
         lambda t: True,
-        lambda t: (
-            f"your mask for {t.inputs} says {bool(t.got[t.b, 0, 0, t.pos])} at"
-            f" sequence {t.b}, position {t.pos}; expected"
-            f" {bool(t.want[t.b, 0, 0, t.pos])} ({t.real})"
+        lambda t: _(
+            "your mask for {inputs} says {got} at sequence {b}, position {pos};"
+            " expected {want} ({real})"
+        ).format(
+            inputs=t.inputs,
+            got=bool(t.got[t.b, 0, 0, t.pos]),
+            b=t.b,
+            pos=t.pos,
+            want=bool(t.want[t.b, 0, 0, t.pos]),
+            real=t.real,
         ),
     ),
 ]
@@ -364,6 +412,8 @@ check_padding_mask = Checker(
     " :func:`transformer_lib.padding_mask`.",
     _padding_trials,
     PADDING_MISTAKES,
-    "{n} batches agree with tl.padding_mask, including a length of 0 and a"
-    " full-length sequence.",
+    N_(
+        "{n} batches agree with tl.padding_mask, including a length of 0 and a"
+        " full-length sequence."
+    ),
 )

@@ -16,6 +16,7 @@ from ..heads import multi_head_attention, repeat_kv
 from ..masks import causal_mask, padding_mask
 from .compare import close, shape
 from .harness import Checker, Mistake, Trial, gen, randn
+from .language import N_, _
 
 NEG_INF = float("-inf")
 
@@ -26,7 +27,9 @@ NEG_INF = float("-inf")
 
 class RepeatKVTrial(Trial):
     def __init__(self, k: torch.Tensor, n_rep: int) -> None:
-        inputs = f"k of shape {shape(k)} (B, h_kv, T, d) and n_rep = {n_rep}"
+        inputs = _("k of shape {shape} (B, h_kv, T, d) and n_rep = {n_rep}").format(
+            shape=shape(k), n_rep=n_rep
+        )
         super().__init__(inputs, (k, n_rep))
         self.k, self.n_rep = k, n_rep
 
@@ -41,7 +44,7 @@ def _repeat_kv_trials() -> list[RepeatKVTrial]:
     return [RepeatKVTrial(randn(g, *size), n_rep) for size, n_rep in sizes]
 
 
-_REPEAT_KV_SHAPE = (
+_REPEAT_KV_SHAPE = N_(
     "your output has shape {got_shape} for {inputs}; expected (B, h_kv * n_rep, T, d):"
     " repeat along the head axis, dim 1"
 )
@@ -64,11 +67,11 @@ def _time_axis_shape(t: RepeatKVTrial) -> tuple[int, ...]:
 
 
 REPEAT_KV_MISTAKES = [
-    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.not_a_tensor(N_("your output for {inputs}")),
     Mistake(
         repeat_kv_time_axis,
         lambda t: t.got.shape != t.want.shape and t.got.shape == _time_axis_shape(t),
-        _REPEAT_KV_SHAPE + "; you repeated along the time axis, dim 2",
+        (_REPEAT_KV_SHAPE, N_("; you repeated along the time axis, dim 2")),
     ),
     Mistake(  # catch-all for the shape
         None, lambda t: t.got.shape != t.want.shape, _REPEAT_KV_SHAPE
@@ -76,11 +79,14 @@ REPEAT_KV_MISTAKES = [
     Mistake(
         repeat_kv_tiled,
         lambda t: close(t.got, t.k.repeat(1, t.n_rep, 1, 1)),
-        "for {inputs}, you tiled the heads as k0, k1, k0, k1, ... (repeat or tile);"
-        " query head j reads K/V head j // n_rep, so the copies of a head must sit next"
-        " to each other, k0, k0, k1, k1, ...: use repeat_interleave(n_rep, dim=1)",
+        N_(
+            "for {inputs}, you tiled the heads as k0, k1, k0, k1, ... (repeat or tile);"
+            " query head j reads K/V head j // n_rep, so the copies of a head must sit"
+            " next"
+            " to each other, k0, k0, k1, k1, ...: use repeat_interleave(n_rep, dim=1)"
+        ),
     ),
-    Mistake.mismatch("your output"),
+    Mistake.mismatch(N_("your output")),
 ]
 
 check_repeat_kv = Checker(
@@ -88,7 +94,7 @@ check_repeat_kv = Checker(
     "Check ``candidate(k, n_rep)`` against :func:`transformer_lib.repeat_kv`.",
     _repeat_kv_trials,
     REPEAT_KV_MISTAKES,
-    "{n} inputs agree with tl.repeat_kv, including MQA (h_kv = 1) and n_rep = 1.",
+    N_("{n} inputs agree with tl.repeat_kv, including MQA (h_kv = 1) and n_rep = 1."),
 )
 
 
@@ -128,13 +134,13 @@ def _mha_trials() -> list[MHATrial]:
     g = gen(11)
 
     def weights(D: int) -> list[torch.Tensor]:
-        return [randn(g, D, D, scale=D**-0.5) for _ in range(4)]
+        return [randn(g, D, D, scale=D**-0.5) for _i in range(4)]
 
     x6 = randn(g, 1, 6, 12)
     x5 = randn(g, 2, 5, 8)
     trials = [
         MHATrial(
-            "self-attention, x_q = x_kv of shape (2, 5, 8), n_heads = 2, no mask",
+            _("self-attention, x_q = x_kv of shape (2, 5, 8), n_heads = 2, no mask"),
             x5,
             x5,
             weights(8),
@@ -143,7 +149,7 @@ def _mha_trials() -> list[MHATrial]:
     ]
     trials.append(
         MHATrial(
-            "cross-attention, x_q (2, 3, 12), x_kv (2, 6, 12), n_heads = 3, no mask",
+            _("cross-attention, x_q (2, 3, 12), x_kv (2, 6, 12), n_heads = 3, no mask"),
             randn(g, 2, 3, 12),
             randn(g, 2, 6, 12),
             weights(12),
@@ -152,7 +158,7 @@ def _mha_trials() -> list[MHATrial]:
     )
     trials.append(
         MHATrial(
-            "x (1, 6, 12), n_heads = 4 (odd d_k = 3), causal mask tl.causal_mask(6)",
+            _("x (1, 6, 12), n_heads = 4 (odd d_k = 3), causal mask tl.causal_mask(6)"),
             x6,
             x6,
             weights(12),
@@ -162,8 +168,10 @@ def _mha_trials() -> list[MHATrial]:
     )
     trials.append(
         MHATrial(
-            "x_q (2, 4, 8), x_kv (2, 5, 8), n_heads = 2, padding mask"
-            " tl.padding_mask([5, 2], 5)",
+            _(
+                "x_q (2, 4, 8), x_kv (2, 5, 8), n_heads = 2, padding mask"
+                " tl.padding_mask([5, 2], 5)"
+            ),
             randn(g, 2, 4, 8),
             randn(g, 2, 5, 8),
             weights(8),
@@ -172,7 +180,7 @@ def _mha_trials() -> list[MHATrial]:
         )
     )
     x4 = randn(g, 1, 4, 6)
-    trials.append(MHATrial("x (1, 4, 6), n_heads = 1", x4, x4, weights(6), 1))
+    trials.append(MHATrial(_("x (1, 4, 6), n_heads = 1"), x4, x4, weights(6), 1))
     return trials
 
 
@@ -269,75 +277,102 @@ def mha_ignores_mask(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
 
 MHA_MISTAKES = [
     # what the function returns
-    Mistake.returns_a_tuple(mha_returns_a_tuple, "the output tensor (B, T_q, d_model)"),
-    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.returns_a_tuple(
+        mha_returns_a_tuple, N_("the output tensor (B, T_q, d_model)")
+    ),
+    Mistake.not_a_tensor(N_("your output for {inputs}")),
     Mistake.wrong_shape(
-        "your output", "one row per query, d_model wide: (B, T_q, d_model)"
+        N_("your output"), N_("one row per query, d_model wide: (B, T_q, d_model)")
     ),
     # the heads
     Mistake(
         mha_split_without_transpose,
         lambda t: t.like(split_view=True),
-        "for {inputs}, your heads look split with .view(B, h, T, d_k) (or reshape)"
-        " straight from (B, T, d_model): that cuts the matrix across token rows, so a"
-        " 'head' mixes features of different tokens. Reshape to (B, T, h, d_k) first,"
-        " then transpose(1, 2) to (B, h, T, d_k), as tl.split_heads does",
+        N_(
+            "for {inputs}, your heads look split with .view(B, h, T, d_k) (or reshape)"
+            " straight from (B, T, d_model): that cuts the matrix across token rows,"
+            " so a"
+            " 'head' mixes features of different tokens. Reshape to (B, T, h, d_k)"
+            " first,"
+            " then transpose(1, 2) to (B, h, T, d_k), as tl.split_heads does"
+        ),
     ),
     Mistake(
         mha_heads_split_without_transpose,
         lambda t: t.like(split_view=True, merge_view=True),
-        "for {inputs}, your heads look split with .view(B, h, T, d_k) straight from"
-        " (B, T, d_model) (and merged back the same way): that cuts the matrix across"
-        " token rows, so a 'head' mixes features of different tokens. Reshape to"
-        " (B, T, h, d_k) first, then transpose(1, 2), as tl.split_heads does",
+        N_(
+            "for {inputs}, your heads look split with .view(B, h, T, d_k) straight from"
+            " (B, T, d_model) (and merged back the same way): that cuts the matrix"
+            " across"
+            " token rows, so a 'head' mixes features of different tokens. Reshape to"
+            " (B, T, h, d_k) first, then transpose(1, 2), as tl.split_heads does"
+        ),
     ),
     Mistake(
         mha_merge_without_transpose,
         lambda t: t.like(merge_view=True),
-        "for {inputs}, your heads are concatenated with a reshape of (B, h, T, d_k)"
-        " straight to (B, T, d_model), which mixes tokens: transpose back to"
-        " (B, T, h, d_k) first, then reshape, as tl.merge_heads does",
+        N_(
+            "for {inputs}, your heads are concatenated with a reshape of (B, h, T, d_k)"
+            " straight to (B, T, d_model), which mixes tokens: transpose back to"
+            " (B, T, h, d_k) first, then reshape, as tl.merge_heads does"
+        ),
     ),
     Mistake(
         mha_forgot_W_o,
         lambda t: t.like(use_W_o=False),
-        "for {inputs}, your output matches Concat(head_1, ..., head_h) before the"
-        " output projection: multiply the concatenated heads by W_o at the end",
+        N_(
+            "for {inputs}, your output matches Concat(head_1, ..., head_h) before the"
+            " output projection: multiply the concatenated heads by W_o at the end"
+        ),
     ),
     Mistake(
         mha_scaled_by_sqrt_d_model,
         lambda t: t.like(d_scale=t.x_q.size(-1)),
-        "for {inputs}, you scaled the scores by sqrt(d_model); each head's scores are"
-        " divided by sqrt(d_k), with d_k = d_model / n_heads, the width of one head",
+        N_(
+            "for {inputs}, you scaled the scores by sqrt(d_model); each head's scores"
+            " are"
+            " divided by sqrt(d_k), with d_k = d_model / n_heads, the width of one head"
+        ),
     ),
     Mistake(
         mha_one_head,
         lambda t: t.like(one_head=True),
-        "for {inputs}, your output matches a single attention head over all d_model"
-        " features: split Q, K and V into n_heads heads of d_k = d_model / n_heads"
-        " features each",
+        N_(
+            "for {inputs}, your output matches a single attention head over all d_model"
+            " features: split Q, K and V into n_heads heads of d_k = d_model / n_heads"
+            " features each"
+        ),
     ),
     # the mask and the weights
     Mistake(
         mha_mask_inverted,
         lambda t: t.like(invert=True),
-        "for {inputs}, your mask convention is inverted: True = may attend, so fill the"
-        " scores with -inf where the mask is False",
+        N_(
+            "for {inputs}, your mask convention is inverted: True = may attend, so"
+            " fill the"
+            " scores with -inf where the mask is False"
+        ),
     ),
     Mistake(
         mha_weights_transposed,
         lambda t: t.like(transpose_w=True),
-        "for {inputs}, your output matches x @ W.T: in this exercise the weights are"
-        " (d_model, d_model) matrices applied as x @ W (already transposed, unlike"
-        " nn.Linear's weight)",
+        N_(
+            "for {inputs}, your output matches x @ W.T: in this exercise the weights"
+            " are"
+            " (d_model, d_model) matrices applied as x @ W (already transposed, unlike"
+            " nn.Linear's weight)"
+        ),
     ),
     Mistake(
         mha_ignores_mask,
         lambda t: t.ignores_mask,
-        "your output ignores the mask for {inputs}: pass it to the attention of every"
-        " head",
+        N_(
+            "your output ignores the mask for {inputs}: pass it to the attention of"
+            " every"
+            " head"
+        ),
     ),
-    Mistake.mismatch("your output"),
+    Mistake.mismatch(N_("your output")),
 ]
 
 check_multi_head_attention = Checker(
@@ -347,6 +382,8 @@ check_multi_head_attention = Checker(
     " biases).",
     _mha_trials,
     MHA_MISTAKES,
-    "{n} inputs agree with the reference (= tl.MultiHeadAttention without biases),"
-    " including cross-attention, causal and padding masks, an odd d_k and one head.",
+    N_(
+        "{n} inputs agree with the reference (= tl.MultiHeadAttention without biases),"
+        " including cross-attention, causal and padding masks, an odd d_k and one head."
+    ),
 )

@@ -9,6 +9,7 @@ import torch
 from ..norm import layer_norm, layer_norm_article
 from .compare import ATOL, close, finite
 from .harness import Checker, Mistake, Trial, gen, randn
+from .language import N_, _
 
 
 def _ln_variant(
@@ -81,9 +82,9 @@ class LayerNormTrial(Trial):
     @cached_property
     def wrong_axis(self) -> str:
         return (
-            "the batch axis, BatchNorm's axis"
+            _("the batch axis, BatchNorm's axis")
             if self.wrong_dim == 0
-            else "the wrong axis"
+            else _("the wrong axis")
         )
 
     @cached_property
@@ -109,24 +110,24 @@ def _layer_norm_trials() -> list[LayerNormTrial]:
 
     return [
         trial(
-            "x (2, 3, 8) with random gamma and beta (8,)",
+            _("x (2, 3, 8) with random gamma and beta (8,)"),
             randn(g, 2, 3, 8, scale=2.0) + 0.5,
         ),
         trial(
-            "x (4, 7), an odd width, with random gamma and beta (7,)",
+            _("x (4, 7), an odd width, with random gamma and beta (7,)"),
             randn(g, 4, 7) - 1.0,
         ),
         trial(
-            "x (3, 6) whose rows vary very little (standard deviation about 0.003)",
+            _("x (3, 6) whose rows vary very little (standard deviation about 0.003)"),
             0.003 * randn(g, 3, 6),
         ),
-        trial("x (3, 5) whose row 1 is constant (variance 0)", const),
+        trial(_("x (3, 5) whose row 1 is constant (variance 0)"), const),
         trial(
-            "x (2, 8) = 1e4 + noise (a large common offset)",
+            _("x (2, 8) = 1e4 + noise (a large common offset)"),
             1e4 + randn(g, 2, 8),
             atol=5e-3,
         ),
-        trial("x (2, 6) with eps=0.1", 0.3 * randn(g, 2, 6), {"eps": 0.1}),
+        trial(_("x (2, 6) with eps=0.1"), 0.3 * randn(g, 2, 6), {"eps": 0.1}),
     ]
 
 
@@ -194,31 +195,37 @@ def ln_naive_variance(x, gamma, beta, eps=1e-5):
 
 LAYER_NORM_MISTAKES = [
     # what the function returns
-    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.not_a_tensor(N_("your output for {inputs}")),
     Mistake.wrong_shape(
-        "your output", "LayerNorm returns a tensor of the shape of its input"
+        N_("your output"), N_("LayerNorm returns a tensor of the shape of its input")
     ),
     # inf or NaN
     Mistake(  # a learner without eps meets the tiny-variance input (row below) first
         None,
         lambda t: not finite(t.got) and t.nan_on_constant_rows_only,
-        "your output has NaN or inf for {inputs}: a constant row has variance 0, and"
-        " dividing by sqrt(0) fails. That is what eps is for: divide by"
-        " sqrt(variance + eps)",
+        N_(
+            "your output has NaN or inf for {inputs}: a constant row has variance 0,"
+            " and"
+            " dividing by sqrt(0) fails. That is what eps is for: divide by"
+            " sqrt(variance + eps)"
+        ),
     ),
     Mistake(  # catch-all for inf or NaN
         None,
         lambda t: not finite(t.got),
-        Mistake.mismatch("your output", atol=ATOL).message,
+        Mistake.mismatch(N_("your output"), atol=ATOL).message,
     ),
     # the formula
     Mistake(
         ln_unbiased_variance,
         lambda t: t.like(unbiased=True) or t.like(unbiased=True, eps_outside=True),
-        "for {inputs}, you used the unbiased variance (dividing by N - 1, the default"
-        " of"
-        " torch.var and torch.std); LayerNorm divides by N: use"
-        " x.var(dim=-1, unbiased=False), or ((x - mu) ** 2).mean(dim=-1)",
+        N_(
+            "for {inputs}, you used the unbiased variance (dividing by N - 1, the"
+            " default"
+            " of"
+            " torch.var and torch.std); LayerNorm divides by N: use"
+            " x.var(dim=-1, unbiased=False), or ((x - mu) ** 2).mean(dim=-1)"
+        ),
     ),
     Mistake(
         ln_eps_outside_sqrt,
@@ -228,47 +235,68 @@ LAYER_NORM_MISTAKES = [
                 t.got, layer_norm_article(t.x, t.gamma, t.beta, t.eps), atol=t.atol
             )
         ),
-        "for {inputs}, you put eps outside the square root, (z - mu) / (sigma + eps),"
-        " the first article's form; nn.LayerNorm and the library use"
-        " (z - mu) / sqrt(sigma^2 + eps). They differ when sigma is small",
+        N_(
+            "for {inputs}, you put eps outside the square root, (z - mu) / (sigma +"
+            " eps),"
+            " the first article's form; nn.LayerNorm and the library use"
+            " (z - mu) / sqrt(sigma^2 + eps). They differ when sigma is small"
+        ),
     ),
     Mistake(
         ln_divides_by_variance,
         lambda t: t.like(no_sqrt=True),
-        "for {inputs}, you divided by the variance; divide by the standard deviation,"
-        " sqrt(variance + eps)",
+        N_(
+            "for {inputs}, you divided by the variance; divide by the standard"
+            " deviation,"
+            " sqrt(variance + eps)"
+        ),
     ),
     Mistake(
         ln_no_eps,
         lambda t: t.like(eps=0.0) and t.needs_eps,
-        "for {inputs}, your output matches LayerNorm without eps: add eps inside the"
-        " square root, sqrt(variance + eps); it matters when the variance is small, and"
-        " keeps a constant row from dividing by 0",
+        N_(
+            "for {inputs}, your output matches LayerNorm without eps: add eps inside"
+            " the"
+            " square root, sqrt(variance + eps); it matters when the variance is"
+            " small, and"
+            " keeps a constant row from dividing by 0"
+        ),
     ),
     Mistake(
         ln_beta_forgotten,
         lambda t: t.like(no_beta=True),
-        "for {inputs}, your output matches gamma * normalised without beta: add the"
-        " shift beta at the end",
+        N_(
+            "for {inputs}, your output matches gamma * normalised without beta: add the"
+            " shift beta at the end"
+        ),
     ),
     Mistake(
         ln_gamma_forgotten,
         lambda t: t.like(no_gamma=True),
-        "for {inputs}, your output matches normalised + beta without gamma: multiply by"
-        " the scale gamma",
+        N_(
+            "for {inputs}, your output matches normalised + beta without gamma:"
+            " multiply by"
+            " the scale gamma"
+        ),
     ),
     # the axis
     Mistake(
         ln_over_batch_axis,
         lambda t: t.wrong_dim is not None,
-        "for {inputs}, you normalised over dim {wrong_dim} ({wrong_axis}); LayerNorm"
-        " normalises each token's own feature vector, the last dim (dim=-1)",
+        N_(
+            "for {inputs}, you normalised over dim {wrong_dim} ({wrong_axis});"
+            " LayerNorm"
+            " normalises each token's own feature vector, the last dim (dim=-1)"
+        ),
     ),
     Mistake(
         ln_over_whole_tensor,
         lambda t: t.x.dim() > 1 and t.like(dims=tuple(range(t.x.dim()))),
-        "for {inputs}, you normalised over the whole tensor; LayerNorm normalises each"
-        " token's feature vector, the last dim (dim=-1)",
+        N_(
+            "for {inputs}, you normalised over the whole tensor; LayerNorm normalises"
+            " each"
+            " token's feature vector, the last dim (dim=-1)"
+        ),
     ),
     # the arguments and the precision
     Mistake(
@@ -277,17 +305,21 @@ LAYER_NORM_MISTAKES = [
             bool(t.kwargs)
             and close(t.got, layer_norm(t.x, t.gamma, t.beta), atol=t.atol)
         ),
-        "your function ignores its eps argument: for {inputs} it used eps = 1e-5",
+        N_("your function ignores its eps argument: for {inputs} it used eps = 1e-5"),
     ),
     Mistake(
         ln_naive_variance,
         lambda t: t.right_in_float64,
-        "your output is right in float64 but not in float32 for {inputs}, whose rows"
-        " have a mean large compared with their spread: the variance computed as"
-        " mean(x^2) - mean(x)^2 cancels catastrophically. Centre first and average the"
-        " squares, mean((x - mu)^2)",
+        N_(
+            "your output is right in float64 but not in float32 for {inputs}, whose"
+            " rows"
+            " have a mean large compared with their spread: the variance computed as"
+            " mean(x^2) - mean(x)^2 cancels catastrophically. Centre first and average"
+            " the"
+            " squares, mean((x - mu)^2)"
+        ),
     ),
-    Mistake.mismatch("your output"),
+    Mistake.mismatch(N_("your output")),
 ]
 
 check_layer_norm = Checker(
@@ -296,6 +328,8 @@ check_layer_norm = Checker(
     " :func:`transformer_lib.layer_norm`.",
     _layer_norm_trials,
     LAYER_NORM_MISTAKES,
-    "{n} inputs agree with tl.layer_norm (= nn.LayerNorm), including tiny and zero"
-    " variance, an offset of 1e4 and eps=0.1.",
+    N_(
+        "{n} inputs agree with tl.layer_norm (= nn.LayerNorm), including tiny and zero"
+        " variance, an offset of 1e4 and eps=0.1."
+    ),
 )

@@ -10,6 +10,7 @@ import torch
 from ..positional import apply_rope, rope_angles, sinusoidal_positional_encoding
 from .compare import close, finite, first_mismatch
 from .harness import Checker, Mistake, Trial, gen, randn
+from .language import N_, _
 
 # --------------------------------------------------------------------------------------
 # sinusoidal_positional_encoding(T, d_model) -> (T, d_model)
@@ -39,7 +40,7 @@ class PositionalTrial(Trial):
         super().__init__(f"T = {T}, d_model = {d}", (T, d))
         self.T, self.d = T, d
         if d % 2:
-            self.raise_hint = (
+            self.raise_hint = _(
                 "with an odd d_model there is one more sin column than cos columns:"
                 " d_model // 2 cos columns"
             )
@@ -56,10 +57,10 @@ class PositionalTrial(Trial):
         """The first wrong entry, and the formula that gives it."""
         (p, c), g, w = first_mismatch(self.got, self.want)
         fn = "sin" if c % 2 == 0 else "cos"
-        return (
-            f"PE[pos={p}, column {c}] is {g:.4g}; expected"
-            f" {fn}({p} / 10000^({2 * (c // 2)}/{self.d})) = {w:.4g}"
-        )
+        return _(
+            "PE[pos={p}, column {c}] is {got:.4g}; expected"
+            " {fn}({p} / 10000^({i2}/{d})) = {want:.4g}"
+        ).format(p=p, c=c, got=g, fn=fn, i2=2 * (c // 2), d=self.d, want=w)
 
 
 def _positional_trials() -> list[PositionalTrial]:
@@ -114,51 +115,70 @@ def pe_multiplied_by_frequency(T, d_model):
 
 SINUSOIDAL_MISTAKES = [
     # what the function returns
-    Mistake.not_a_tensor("your encoding for {inputs}"),
+    Mistake.not_a_tensor(N_("your encoding for {inputs}")),
     Mistake.wrong_shape(
-        "your encoding", "one row per position, one column per feature, (T, d_model)"
+        N_("your encoding"),
+        N_("one row per position, one column per feature, (T, d_model)"),
     ),
     # the formula
     Mistake(
         pe_sin_cos_swapped,
         lambda t: t.like(swap=True),
-        "for {inputs}, sin and cos are swapped: the even columns 2i hold"
-        " sin(pos / 10000^(2i/d_model)), the odd columns 2i+1 hold cos",
+        N_(
+            "for {inputs}, sin and cos are swapped: the even columns 2i hold"
+            " sin(pos / 10000^(2i/d_model)), the odd columns 2i+1 hold cos"
+        ),
     ),
     Mistake(
         pe_exponent_i_over_d,
         lambda t: t.like(exponent="i"),
-        "for {inputs}, your frequencies use the exponent i/d_model; the formula uses"
-        " 2i/d_model, where i counts the sin/cos pairs (columns 2i and 2i+1 share one"
-        " frequency)",
+        N_(
+            "for {inputs}, your frequencies use the exponent i/d_model; the formula"
+            " uses"
+            " 2i/d_model, where i counts the sin/cos pairs (columns 2i and 2i+1 share"
+            " one"
+            " frequency)"
+        ),
     ),
     Mistake(
         pe_exponent_column_over_d,
         lambda t: t.like(exponent="j"),
-        "for {inputs}, your frequencies use the column index j/d_model; columns 2i and"
-        " 2i+1 share the frequency 10000^(-2i/d_model), so the odd column uses the same"
-        " exponent as the even one before it",
+        N_(
+            "for {inputs}, your frequencies use the column index j/d_model; columns 2i"
+            " and"
+            " 2i+1 share the frequency 10000^(-2i/d_model), so the odd column uses the"
+            " same"
+            " exponent as the even one before it"
+        ),
     ),
     Mistake(
         pe_positions_from_1,
         lambda t: t.like(start=1),
-        "for {inputs}, your positions start at 1; they start at 0, so row 0 is"
-        " [0, 1, 0, 1, ...] (sin 0 = 0, cos 0 = 1)",
+        N_(
+            "for {inputs}, your positions start at 1; they start at 0, so row 0 is"
+            " [0, 1, 0, 1, ...] (sin 0 = 0, cos 0 = 1)"
+        ),
     ),
     Mistake(
         pe_concatenated_halves,
         lambda t: t.like(concat=True),
-        "for {inputs}, you concatenated all the sin columns and then all the cos"
-        " columns; the formula interleaves them: column 2i is sin, column 2i+1 is cos"
-        " of the same angle",
+        N_(
+            "for {inputs}, you concatenated all the sin columns and then all the cos"
+            " columns; the formula interleaves them: column 2i is sin, column 2i+1 is"
+            " cos"
+            " of the same angle"
+        ),
     ),
     Mistake(
         pe_multiplied_by_frequency,
         lambda t: t.like(multiply=True),
-        "for {inputs}, you multiplied the position by 10000^(2i/d_model); divide by it:"
-        " the angle is pos / 10000^(2i/d_model)",
+        N_(
+            "for {inputs}, you multiplied the position by 10000^(2i/d_model); divide"
+            " by it:"
+            " the angle is pos / 10000^(2i/d_model)"
+        ),
     ),
-    Mistake(None, lambda t: True, "for {inputs}, {differs}"),  # catch-all
+    Mistake(None, lambda t: True, N_("for {inputs}, {differs}")),  # catch-all
 ]
 
 check_sinusoidal_positional_encoding = Checker(
@@ -167,8 +187,11 @@ check_sinusoidal_positional_encoding = Checker(
     " :func:`transformer_lib.sinusoidal_positional_encoding`.",
     _positional_trials,
     SINUSOIDAL_MISTAKES,
-    "{n} sizes agree with tl.sinusoidal_positional_encoding, including an odd d_model"
-    " and T = 1.",
+    N_(
+        "{n} sizes agree with tl.sinusoidal_positional_encoding, including an odd"
+        " d_model"
+        " and T = 1."
+    ),
 )
 
 
@@ -236,10 +259,10 @@ class RopeTrial(Trial):
         before, after = self.lengths
         idx, a, b = first_mismatch(after, before, atol=1e-4)
         i, pos = idx[-1], int(self.positions[idx[-2]])
-        return (
-            f"pair {i} (features {2 * i}, {2 * i + 1}) at position {pos} has length"
-            f" {b:.4g} before and {a:.4g} after"
-        )
+        return _(
+            "pair {i} (features {f0}, {f1}) at position {pos} has length"
+            " {before:.4g} before and {after:.4g} after"
+        ).format(i=i, f0=2 * i, f1=2 * i + 1, pos=pos, before=b, after=a)
 
     @cached_property
     def angle(self) -> torch.Tensor:
@@ -268,9 +291,8 @@ class RopeTrial(Trial):
     @cached_property
     def lowest_frequency(self) -> str:
         d = self.d
-        return (
-            f"from 1 for pair 0 down to {10000 ** (-2 * (d // 2 - 1) / d):.4g} for pair"
-            f" {d // 2 - 1}"
+        return _("from 1 for pair 0 down to {low:.4g} for pair {last}").format(
+            low=10000 ** (-2 * (d // 2 - 1) / d), last=d // 2 - 1
         )
 
     @cached_property
@@ -278,10 +300,11 @@ class RopeTrial(Trial):
         bad = self.wrong_angles.nonzero()[0]
         p, i = int(bad[-2]), int(bad[-1])
         pos = int(self.positions[p])
-        return (
-            f"pair {i} at position {pos} is rotated by"
-            f" {self.angle[tuple(bad)]:.4g} rad;"
-            f" expected {pos} * 10000^(-2*{i}/{self.d}) = {self.expected[p, i]:.4g} rad"
+        return _(
+            "pair {i} at position {pos} is rotated by {got:.4g} rad;"
+            " expected {pos} * 10000^(-2*{i}/{d}) = {want:.4g} rad"
+        ).format(
+            i=i, pos=pos, got=self.angle[tuple(bad)], d=self.d, want=self.expected[p, i]
         )
 
 
@@ -289,21 +312,24 @@ def _rope_trials() -> list[RopeTrial]:
     g = gen(8)
     return [
         RopeTrial(
-            "x (6, 8), positions = torch.arange(6)", randn(g, 6, 8), torch.arange(6)
+            _("x (6, 8), positions = torch.arange(6)"), randn(g, 6, 8), torch.arange(6)
         ),
         RopeTrial(
-            "x (2, 3, 5, 16) (batch and head axes), positions = torch.arange(5)",
+            _("x (2, 3, 5, 16) (batch and head axes), positions = torch.arange(5)"),
             randn(g, 2, 3, 5, 16),
             torch.arange(5),
         ),
         RopeTrial(
-            "x (1, 2, 4, 8), positions = torch.arange(10, 14) (not starting at 0, as"
-            " after a KV cache)",
+            _(
+                "x (1, 2, 4, 8), positions = torch.arange(10, 14) (not starting at 0,"
+                " as"
+                " after a KV cache)"
+            ),
             randn(g, 1, 2, 4, 8),
             torch.arange(10, 14),
         ),
         RopeTrial(
-            "x (3, 2) (a single pair), positions = torch.arange(3)",
+            _("x (3, 2) (a single pair), positions = torch.arange(3)"),
             randn(g, 3, 2),
             torch.arange(3),
         ),
@@ -357,6 +383,21 @@ def rope_opposite_direction(x, positions):
     return apply_rope(x, -positions)
 
 
+def rope_concatenated_halves(x, positions):
+    d = x.size(-1)
+    theta = positions[:, None].float() * 10000 ** (-torch.arange(0, d, 2) / d)
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # the right pairs ...
+    return torch.cat(  # ... put back as two halves instead of interleaved
+        (x1 * theta.cos() - x2 * theta.sin(), x1 * theta.sin() + x2 * theta.cos()), -1
+    )
+
+
+def _concatenated(t) -> bool:
+    """The right rotated pairs, with all first coordinates before all second ones."""
+    want = t.want
+    return t.d > 2 and close(t.got, torch.cat((want[..., 0::2], want[..., 1::2]), -1))
+
+
 def rope_wrong_frequencies_linear(x, positions):
     d = x.size(-1)
     return _rope(x, positions[:, None].float() * (1 + torch.arange(d // 2)) / (d // 2))
@@ -364,59 +405,88 @@ def rope_wrong_frequencies_linear(x, positions):
 
 ROPE_MISTAKES = [
     # what the function returns
-    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.not_a_tensor(N_("your output for {inputs}")),
     Mistake.wrong_shape(
-        "your output", "RoPE rotates x in place of x: the output has the shape of x"
+        N_("your output"),
+        N_("RoPE rotates x in place of x: the output has the shape of x"),
     ),
     # the pairs, the frequencies and the positions
     Mistake(
         rope_rotate_half,
         lambda t: t.like(halves=True),
-        "for {inputs}, you paired feature i with feature i + d/2 (the 'rotate half'"
-        " layout of some codebases); this book rotates neighbouring pairs"
-        " (x_2i, x_2i+1), as the RoFormer paper writes it",
+        N_(
+            "for {inputs}, you paired feature i with feature i + d/2 (the 'rotate half'"
+            " layout of some codebases); this book rotates neighbouring pairs"
+            " (x_2i, x_2i+1), as the RoFormer paper writes it"
+        ),
+    ),
+    Mistake(
+        rope_concatenated_halves,
+        _concatenated,
+        N_(
+            "for {inputs}, every pair is rotated right, but you concatenated the"
+            " rotated halves (all first coordinates, then all second ones); put each"
+            " pair back in its place, (x_2i, x_2i+1), e.g. torch.stack((y1, y2),"
+            " -1).flatten(-2)"
+        ),
     ),
     Mistake(
         rope_wrong_frequencies,
         lambda t: t.d > 2 and t.like(power="i"),
-        "for {inputs}, your frequencies are 10000^(-i/d); pair i turns by pos * theta_i"
-        " with theta_i = 10000^(-2i/d) (the exponent counts features, and pair i starts"
-        " at feature 2i): check the frequencies",
+        N_(
+            "for {inputs}, your frequencies are 10000^(-i/d); pair i turns by pos *"
+            " theta_i"
+            " with theta_i = 10000^(-2i/d) (the exponent counts features, and pair i"
+            " starts"
+            " at feature 2i): check the frequencies"
+        ),
     ),
     Mistake(
         rope_ignores_positions,
         lambda t: t.ignores_positions,
-        "your function ignores its positions argument: for {inputs} it rotated as if"
-        " the"
-        " positions were 0, 1, 2, ...",
+        N_(
+            "your function ignores its positions argument: for {inputs} it rotated as"
+            " if"
+            " the"
+            " positions were 0, 1, 2, ..."
+        ),
     ),
-    Mistake(None, lambda t: not finite(t.got), Mistake.mismatch("your output").message),
+    Mistake(
+        None, lambda t: not finite(t.got), Mistake.mismatch(N_("your output")).message
+    ),
     # is it a rotation, and by which angles
     Mistake(
         rope_sign_slip,
         lambda t: not t.lengths_kept,
-        "for {inputs}, {length_changed}: a rotation keeps the length of every pair",
+        N_("for {inputs}, {length_changed}: a rotation keeps the length of every pair"),
     ),
     Mistake(
         rope_same_angle_every_pair,
         lambda t: t.same_angle,
-        "for {inputs}, every pair is rotated by the same angle; pair i must turn by"
-        " pos * theta_i with its own frequency theta_i = 10000^(-2i/d),"
-        " {lowest_frequency}",
+        N_(
+            "for {inputs}, every pair is rotated by the same angle; pair i must turn by"
+            " pos * theta_i with its own frequency theta_i = 10000^(-2i/d),"
+            " {lowest_frequency}"
+        ),
     ),
     Mistake(
         rope_opposite_direction,
         lambda t: t.opposite,
-        "for {inputs}, you rotate every pair the opposite way (by -pos * theta_i): the"
-        " rotation is (x1 cos - x2 sin, x1 sin + x2 cos)",
+        N_(
+            "for {inputs}, you rotate every pair the opposite way (by -pos * theta_i):"
+            " the"
+            " rotation is (x1 cos - x2 sin, x1 sin + x2 cos)"
+        ),
     ),
     Mistake(
         rope_wrong_frequencies_linear,
         lambda t: bool(t.wrong_angles.any()),
-        "for {inputs}, {wrong_angle}: check the frequencies theta_i = 10000^(-2i/d)",
+        N_(
+            "for {inputs}, {wrong_angle}: check the frequencies theta_i = 10000^(-2i/d)"
+        ),
     ),
     Mistake.mismatch(
-        "your output"
+        N_("your output")
     ),  # the angles are right to 1e-3 rad, the values are not
 ]
 
@@ -425,6 +495,9 @@ check_apply_rope = Checker(
     "Check ``candidate(x, positions)`` against :func:`transformer_lib.apply_rope`.",
     _rope_trials,
     ROPE_MISTAKES,
-    "{n} inputs agree with tl.apply_rope, including batch and head axes, positions from"
-    " 10 and d = 2.",
+    N_(
+        "{n} inputs agree with tl.apply_rope, including batch and head axes, positions"
+        " from"
+        " 10 and d = 2."
+    ),
 )

@@ -14,6 +14,7 @@ from ..masks import causal_mask
 from ..positional import apply_rope
 from .compare import close, position_span, shape
 from .harness import Checker, Mistake, Trial, gen, randn
+from .language import N_, _
 
 
 class KVStepTrial(Trial):
@@ -25,10 +26,10 @@ class KVStepTrial(Trial):
         self.T_past, self.T_new = ck.size(-2), q.size(-2)
         self.h, self.h_kv = q.size(1), k.size(1)
         if self.h != self.h_kv:
-            self.raise_hint = (
-                f"the cache has fewer heads, h_kv = {self.h_kv}, than the queries,"
-                f" h = {self.h}: repeat each K/V head for its group with tl.repeat_kv"
-            )
+            self.raise_hint = _(
+                "the cache has fewer heads, h_kv = {h_kv}, than the queries,"
+                " h = {h}: repeat each K/V head for its group with tl.repeat_kv"
+            ).format(h_kv=self.h_kv, h=self.h)
 
     @cached_property
     def want(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -104,8 +105,10 @@ class KVStepTrial(Trial):
 
 _RUNS = [  # (description, B, h, h_kv, d_k, tokens per step, rope)
     (
-        "decoding 5 tokens one at a time from an empty cache, B = 2, h = 2,"
-        " d_k = 8, rope=False",
+        N_(
+            "decoding 5 tokens one at a time from an empty cache, B = 2, h = 2,"
+            " d_k = 8, rope=False"
+        ),
         2,
         2,
         2,
@@ -114,8 +117,10 @@ _RUNS = [  # (description, B, h, h_kv, d_k, tokens per step, rope)
         False,
     ),
     (
-        "decoding 5 tokens one at a time from an empty cache, B = 1, h = 2,"
-        " d_k = 8, rope=True",
+        N_(
+            "decoding 5 tokens one at a time from an empty cache, B = 1, h = 2,"
+            " d_k = 8, rope=True"
+        ),
         1,
         2,
         2,
@@ -124,8 +129,10 @@ _RUNS = [  # (description, B, h, h_kv, d_k, tokens per step, rope)
         True,
     ),
     (
-        "a prompt of 3 tokens at once, then 2 single tokens, B = 2, h = 2, d_k = 4,"
-        " rope=True",
+        N_(
+            "a prompt of 3 tokens at once, then 2 single tokens, B = 2, h = 2, d_k = 4,"
+            " rope=True"
+        ),
         2,
         2,
         2,
@@ -134,7 +141,10 @@ _RUNS = [  # (description, B, h, h_kv, d_k, tokens per step, rope)
         True,
     ),
     (
-        "a prompt of 4 tokens, then 2 single tokens, B = 1, h = 2, d_k = 6, rope=False",
+        N_(
+            "a prompt of 4 tokens, then 2 single tokens, B = 1, h = 2, d_k = 6,"
+            " rope=False"
+        ),
         1,
         2,
         2,
@@ -143,7 +153,10 @@ _RUNS = [  # (description, B, h, h_kv, d_k, tokens per step, rope)
         False,
     ),
     (
-        "GQA: h = 4 query heads sharing h_kv = 2 K/V heads, 3 single tokens, rope=True",
+        N_(
+            "GQA: h = 4 query heads sharing h_kv = 2 K/V heads, 3 single tokens,"
+            " rope=True"
+        ),
         1,
         4,
         2,
@@ -162,10 +175,12 @@ def _kv_cache_trials() -> list[KVStepTrial]:
         for s, T_new in enumerate(sizes):
             q = randn(g, B, h, T_new, d)
             k, v = randn(g, B, h_kv, T_new, d), randn(g, B, h_kv, T_new, d)
-            inputs = f"step {s} of {run} (T_past = {ck.size(-2)}, T_new = {T_new})"
+            inputs = _("step {s} of {run} (T_past = {T_past}, T_new = {T_new})").format(
+                s=s, run=_(run), T_past=ck.size(-2), T_new=T_new
+            )
             trial = KVStepTrial(inputs, q, k, v, ck, cv, rope)
             trials.append(trial)
-            _, ck, cv = trial.want  # the next step starts from the library's cache
+            _out, ck, cv = trial.want  # the next step starts from the library's cache
     return trials
 
 
@@ -184,23 +199,37 @@ def _cache_rows(name: str, not_appended: Callable | None = None) -> list[Mistake
         Mistake(
             not_appended,
             still_old,
-            f"after {{inputs}}, your {name} still holds {{T_past}} positions; expected"
-            f" {{T_total}}: the cache was not appended. Concatenate the new entries on"
-            f" the time axis, torch.cat([{name}, {name[-1]}_new], dim=-2), and return"
-            " the new cache",
+            lambda t: _(
+                "after {inputs}, your {name} still holds {T_past} positions; expected"
+                " {T_total}: the cache was not appended. Concatenate the new entries on"
+                " the time axis, torch.cat([{name}, {kv}_new], dim=-2), and return"
+                " the new cache"
+            ).format(
+                inputs=t.inputs,
+                name=name,
+                T_past=t.T_past,
+                T_total=t.T_total,
+                kv=name[-1],
+            ),
         ),
         Mistake(  # catch-all for the shape
             None,
             wrong,
-            lambda t: (
-                f"after {t.inputs}, your {name} has shape"
-                f" {shape(getattr(t, got))}; expected {shape(getattr(t, want))}"
+            lambda t: _(
+                "after {inputs}, your {name} has shape {got}; expected {want}"
                 " (B, h_kv, T_past + T_new, d_k): append the new entries on the time"
-                " axis,"
-                " dim=-2"
+                " axis, dim=-2"
+            ).format(
+                inputs=t.inputs,
+                name=name,
+                got=shape(getattr(t, got)),
+                want=shape(getattr(t, want)),
             ),
         ),
     ]
+
+
+_YOUR = {"cache_k": N_("your cache_k"), "cache_v": N_("your cache_v")}
 
 
 def _cache_value_rows(name: str, in_front: Callable | None = None) -> list[Mistake]:
@@ -214,11 +243,13 @@ def _cache_value_rows(name: str, in_front: Callable | None = None) -> list[Mista
         Mistake(
             in_front,
             lambda t: wrong(t) and t.in_front(name),
-            f"after {{inputs}}, your {name} has the new entries in front of the old"
-            " ones: append them at the end",
+            lambda t: _(
+                "after {inputs}, your {name} has the new entries in front of the old"
+                " ones: append them at the end"
+            ).format(inputs=t.inputs, name=name),
         ),
         Mistake(
-            None, wrong, Mistake.mismatch(f"your {name}", got, want).message
+            None, wrong, Mistake.mismatch(_YOUR[name], got, want).message
         ),  # catch-all
     ]
 
@@ -266,7 +297,7 @@ def _step(
         mask = torch.ones(T_new, T_k, dtype=torch.bool).tril()
     else:
         mask = causal_mask(T_new, T_k)
-    out, _ = scaled_dot_product_attention(
+    out, _weights = scaled_dot_product_attention(
         q, repeat_kv(attend_k, n_rep), repeat_kv(attend_v, n_rep), mask
     )
     return (out, keys, vals) if append else (out, cache_k, cache_v)
@@ -302,12 +333,15 @@ KV_CACHE_MISTAKES = [
     Mistake(
         kv_returns_a_pair,
         lambda t: not t.is_triple,
-        "your function should return three things, (out, cache_k, cache_v): the output"
-        " and the two updated caches",
+        N_(
+            "your function should return three things, (out, cache_k, cache_v): the"
+            " output"
+            " and the two updated caches"
+        ),
     ),
-    Mistake.not_a_tensor("your out for {inputs}", attr="got_out"),
-    Mistake.not_a_tensor("your cache_k for {inputs}", attr="got_cache_k"),
-    Mistake.not_a_tensor("your cache_v for {inputs}", attr="got_cache_v"),
+    Mistake.not_a_tensor(N_("your out for {inputs}"), attr="got_out"),
+    Mistake.not_a_tensor(N_("your cache_k for {inputs}"), attr="got_cache_k"),
+    Mistake.not_a_tensor(N_("your cache_v for {inputs}"), attr="got_cache_v"),
     *_cache_rows("cache_k", not_appended=kv_cache_not_appended),
     *_cache_rows("cache_v"),
     # the rotated keys in the cache
@@ -316,60 +350,79 @@ KV_CACHE_MISTAKES = [
         lambda t: (
             t.rope and not close(t.got_cache_k, t.want_cache_k) and t.keys_at_position_0
         ),
-        "at {inputs}, your new key was rotated as if it sat at position 0: the position"
-        " does not advance. The new tokens sit at positions T_past, ...,"
-        " T_past + T_new - 1 (here {new_positions}), where T_past is the cache length"
-        " before the step",
+        N_(
+            "at {inputs}, your new key was rotated as if it sat at position 0: the"
+            " position"
+            " does not advance. The new tokens sit at positions T_past, ...,"
+            " T_past + T_new - 1 (here {new_positions}), where T_past is the cache"
+            " length"
+            " before the step"
+        ),
     ),
     Mistake(
         kv_stores_unrotated_keys,
         lambda t: t.rope and close(t.got_cache_k, torch.cat([t.ck, t.k], -2)),
-        "at {inputs}, your cache holds the un-rotated new key: with rope=True, rotate"
-        " k_new at its position before appending it (the cache stores rotated keys)",
+        N_(
+            "at {inputs}, your cache holds the un-rotated new key: with rope=True,"
+            " rotate"
+            " k_new at its position before appending it (the cache stores rotated keys)"
+        ),
     ),
     *_cache_value_rows("cache_k", in_front=kv_prepends_new_entries),
     *_cache_value_rows("cache_v"),
     # the output
     Mistake.wrong_shape(
-        "your out",
-        "(B, h, T_new, d_k): one row per new query",
+        N_("your out"),
+        N_("(B, h, T_new, d_k): one row per new query"),
         attr="got_out",
         want="want_out",
     ),
     Mistake(  # a learner whose keys sit at position 0 meets the cache rows first
         None,
         lambda t: t.rope and t.like(from_zero=True),
-        "at {inputs}, your output matches queries and keys rotated as if the new tokens"
-        " sat at position 0: the position does not advance. The new tokens sit at"
-        " {new_positions} (T_past onwards)",
+        N_(
+            "at {inputs}, your output matches queries and keys rotated as if the new"
+            " tokens"
+            " sat at position 0: the position does not advance. The new tokens sit at"
+            " {new_positions} (T_past onwards)"
+        ),
     ),
     Mistake(
         kv_query_not_rotated,
         lambda t: t.rope and t.like(rotate_q=False),
-        "at {inputs}, your output matches an un-rotated query: with rope=True rotate"
-        " q_new at its position too",
+        N_(
+            "at {inputs}, your output matches an un-rotated query: with rope=True"
+            " rotate"
+            " q_new at its position too"
+        ),
     ),
     Mistake(
         kv_attends_only_new_token,
         lambda t: t.T_past > 0 and t.like(only_new=True),
-        "at {inputs}, your new query attended only to the new keys: attend over the"
-        " whole cache, the past keys and the new ones",
+        N_(
+            "at {inputs}, your new query attended only to the new keys: attend over the"
+            " whole cache, the past keys and the new ones"
+        ),
     ),
     Mistake(
         kv_mask_top_left,
         lambda t: t.like(top_left=True),
-        "at {inputs}, your causal mask is aligned top-left: the new queries are the"
-        " last T_new of the T_past + T_new positions, so use the end-aligned"
-        " tl.causal_mask(T_new, T_past + T_new)",
+        N_(
+            "at {inputs}, your causal mask is aligned top-left: the new queries are the"
+            " last T_new of the T_past + T_new positions, so use the end-aligned"
+            " tl.causal_mask(T_new, T_past + T_new)"
+        ),
     ),
     Mistake(
         kv_no_causal_mask_in_prompt,
         lambda t: t.T_new > 1 and t.like(causal=False),
-        "at {inputs}, your new queries see the new tokens after them: when several"
-        " tokens arrive at once they attend causally, with"
-        " tl.causal_mask(T_new, T_past + T_new)",
+        N_(
+            "at {inputs}, your new queries see the new tokens after them: when several"
+            " tokens arrive at once they attend causally, with"
+            " tl.causal_mask(T_new, T_past + T_new)"
+        ),
     ),
-    Mistake.mismatch("your out", "got_out", "want_out"),
+    Mistake.mismatch(N_("your out"), "got_out", "want_out"),
 ]
 
 check_kv_cache_step = Checker(
@@ -380,6 +433,8 @@ check_kv_cache_step = Checker(
     " step through short decodings.",
     _kv_cache_trials,
     KV_CACHE_MISTAKES,
-    f"{{n}} decoding steps in {len(_RUNS)} runs agree with tl.cached_attention_step,"
-    " including RoPE, a 3-token prompt and GQA.",
+    N_(
+        "{n} decoding steps in 4 runs agree with tl.cached_attention_step,"
+        " including RoPE, a 3-token prompt and GQA."
+    ),
 )

@@ -23,6 +23,7 @@ import torch
 from ..flash import online_attention_step
 from .compare import close, first_mismatch, num, shape, where
 from .harness import Checker, Mistake, Trial, call, gen, randn
+from .language import N_, _
 
 NEG_INF = float("-inf")
 
@@ -189,11 +190,11 @@ class OnlineTrial(Trial):
         alone = call(self.candidate, self.inputs, *first)
         right = reference_online_attention(*first)
         if isinstance(alone, torch.Tensor) and _same(alone, right):
-            return (
+            return _(
                 " (the first block alone comes out right, so look at how a later block"
                 " updates m, l and o)"
             )
-        return " (already wrong with the first block alone: look at the start)"
+        return _(" (already wrong with the first block alone: look at the start)")
 
 
 def _same(got: torch.Tensor, want: torch.Tensor) -> bool:
@@ -208,7 +209,7 @@ def _online_trials() -> list[OnlineTrial]:
     g = gen(13)
     trials = [
         OnlineTrial(
-            "one block, scores (3, 7), values (7, 2)",
+            _("one block, scores (3, 7), values (7, 2)"),
             randn(g, 3, 7, scale=1.5),
             randn(g, 7, 2),
             [7],
@@ -218,7 +219,10 @@ def _online_trials() -> list[OnlineTrial]:
     s[:, 5:] += 3.0  # the max grows in the second block
     trials.append(
         OnlineTrial(
-            "two blocks of 5 and 3 keys, scores (3, 8), the max growing in the second",
+            _(
+                "two blocks of 5 and 3 keys, scores (3, 8), the max growing in the"
+                " second"
+            ),
             s,
             randn(g, 8, 2),
             [5, 3],
@@ -226,8 +230,10 @@ def _online_trials() -> list[OnlineTrial]:
     )
     trials.append(
         OnlineTrial(
-            "four blocks of 4, 1, 3 and 2 keys, scores (2, 3, 4, 10), values"
-            " (2, 3, 10, 5)",
+            _(
+                "four blocks of 4, 1, 3 and 2 keys, scores (2, 3, 4, 10), values"
+                " (2, 3, 10, 5)"
+            ),
             randn(g, 2, 3, 4, 10, scale=2.0),
             randn(g, 2, 3, 10, 5),
             [4, 1, 3, 2],
@@ -235,7 +241,7 @@ def _online_trials() -> list[OnlineTrial]:
     )
     trials.append(
         OnlineTrial(
-            "scores near +1e4, (2, 6), blocks of 2",
+            _("scores near +1e4, (2, 6), blocks of 2"),
             randn(g, 2, 6) + 1e4,
             randn(g, 6, 2),
             [2, 2, 2],
@@ -243,7 +249,7 @@ def _online_trials() -> list[OnlineTrial]:
     )
     trials.append(
         OnlineTrial(
-            "scores near -1e4, (2, 6), blocks of 3",
+            _("scores near -1e4, (2, 6), blocks of 3"),
             randn(g, 2, 6) - 1e4,
             randn(g, 6, 2),
             [3, 3],
@@ -254,7 +260,10 @@ def _online_trials() -> list[OnlineTrial]:
     s[2, 4] = NEG_INF
     trials.append(
         OnlineTrial(
-            "scores (3, 6) in blocks of 3, row 1's first block entirely masked (-inf)",
+            _(
+                "scores (3, 6) in blocks of 3, row 1's first block entirely masked"
+                " (-inf)"
+            ),
             s,
             randn(g, 6, 2),
             [3, 3],
@@ -264,7 +273,10 @@ def _online_trials() -> list[OnlineTrial]:
     s[0] = NEG_INF  # row 0 may attend to nothing
     trials.append(
         OnlineTrial(
-            "scores (3, 6) in blocks of 4 and 2, row 0 fully masked (expected: zeros)",
+            _(
+                "scores (3, 6) in blocks of 4 and 2, row 0 fully masked (expected:"
+                " zeros)"
+            ),
             s,
             randn(g, 6, 2),
             [4, 2],
@@ -278,7 +290,9 @@ def _online_trials() -> list[OnlineTrial]:
 def _mismatch_message(t: OnlineTrial) -> str:
     idx, got, want = first_mismatch(t.got, t.want, t.atol, t.rtol)
     return (
-        f"for {t.inputs}, your output{where(idx)} is {num(got)}; expected {num(want)}"
+        _("for {inputs}, your output{index} is {got}; expected {want}").format(
+            inputs=t.inputs, index=where(idx), got=num(got), want=num(want)
+        )
         + t.where_it_starts
     )
 
@@ -287,84 +301,115 @@ ONLINE_MISTAKES = [
     # what the function returns
     Mistake.returns_a_tuple(
         online_returns_the_state,
-        "the output (..., T_q, d_v), o / l after the last block",
+        N_("the output (..., T_q, d_v), o / l after the last block"),
     ),
-    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.not_a_tensor(N_("your output for {inputs}")),
     Mistake.wrong_shape(
-        "your output",
-        lambda t: (
-            f"one row per query, d_v wide, {shape(t.want)}: keep the batch"
-            " dims, and take max and sum over the keys with dim=-1 (keepdim where you"
-            " broadcast)"
-        ),
+        N_("your output"),
+        lambda t: _(
+            "one row per query, d_v wide, {shape}: keep the batch dims, and take max"
+            " and sum over the keys with dim=-1 (keepdim where you broadcast)"
+        ).format(shape=shape(t.want)),
     ),
     # the update
     Mistake(
         online_output_not_rescaled,
         lambda t: t.like(rescale_o=False),
-        "for {inputs}, you rescale l but not the running output: when a block raises"
-        " the max from m_old to m_new, the old sum o was built with e^(s - m_old) and"
-        " must be multiplied by e^(m_old - m_new) too, exactly like l, before the"
-        " block's e^(s - m_new) V is added",
+        N_(
+            "for {inputs}, you rescale l but not the running output: when a block"
+            " raises"
+            " the max from m_old to m_new, the old sum o was built with e^(s - m_old)"
+            " and"
+            " must be multiplied by e^(m_old - m_new) too, exactly like l, before the"
+            " block's e^(s - m_new) V is added"
+        ),
     ),
     Mistake(
         online_ell_not_rescaled,
         lambda t: t.like(ell_rule="none"),
-        "for {inputs}, l is never rescaled: its old terms stay relative to the old max"
-        " while the new ones are relative to the new max. Rescale with the right max:"
-        " l_new = l * e^(m_old - m_new) + sum e^(s - m_new)",
+        N_(
+            "for {inputs}, l is never rescaled: its old terms stay relative to the old"
+            " max"
+            " while the new ones are relative to the new max. Rescale with the right"
+            " max:"
+            " l_new = l * e^(m_old - m_new) + sum e^(s - m_new)"
+        ),
     ),
     Mistake(
         online_ell_rescaled_the_wrong_way,
         lambda t: t.like(ell_rule="inverted") or t.like(ell_rule="inverted", m0=0.0),
-        "for {inputs}, l is rescaled with the max the wrong way round, by"
-        " e^(m_new - m_old): the factor must be e^(m_old - m_new), at most 1, and 0"
-        " while m_old = -inf (before the first block, where e^(m_new - m_old) is"
-        " infinite)",
+        N_(
+            "for {inputs}, l is rescaled with the max the wrong way round, by"
+            " e^(m_new - m_old): the factor must be e^(m_old - m_new), at most 1, and 0"
+            " while m_old = -inf (before the first block, where e^(m_new - m_old) is"
+            " infinite)"
+        ),
     ),
     Mistake(
         online_block_terms_with_the_old_max,
         lambda t: t.like(ell_rule="old max") or t.like(ell_rule="old max", m0=0.0),
-        "for {inputs}, the new block's terms in l are taken relative to the old max,"
-        " e^(s - m_old): every term of l must be relative to the same, current max,"
-        " l_new = l * e^(m_old - m_new) + sum e^(s - m_new)",
+        N_(
+            "for {inputs}, the new block's terms in l are taken relative to the old"
+            " max,"
+            " e^(s - m_old): every term of l must be relative to the same, current max,"
+            " l_new = l * e^(m_old - m_new) + sum e^(s - m_new)"
+        ),
     ),
     Mistake(
         online_divides_at_every_block,
         lambda t: t.like(divide="each") or t.like(divide="each and end"),
-        "for {inputs}, you divide by l before the last block: o / l is only right once"
-        " every block has been added. Keep o unnormalised (the sum of e^(s - m) v) and"
-        " divide once, after the loop",
+        N_(
+            "for {inputs}, you divide by l before the last block: o / l is only right"
+            " once"
+            " every block has been added. Keep o unnormalised (the sum of e^(s - m) v)"
+            " and"
+            " divide once, after the loop"
+        ),
     ),
     Mistake(
         online_max_starts_at_zero,
         lambda t: t.like(m0=0.0) or t.like(m0=0.0, final_guard=False),
-        "for {inputs}, your running max starts at 0 instead of -inf: when every score"
-        " is far below 0 (under about -100 in float32), e^(s - 0) underflows to 0, l"
-        " stays 0 and the output is 0/0 (or 0). Start with m = -inf"
-        " (torch.full(..., float('-inf'))): the first block's own max then takes over",
+        N_(
+            "for {inputs}, your running max starts at 0 instead of -inf: when every"
+            " score"
+            " is far below 0 (under about -100 in float32), e^(s - 0) underflows to 0,"
+            " l"
+            " stays 0 and the output is 0/0 (or 0). Start with m = -inf"
+            " (torch.full(..., float('-inf'))): the first block's own max then takes"
+            " over"
+        ),
     ),
     Mistake(
         online_without_a_max,
         lambda t: t.like(use_max=False),
-        "for {inputs}, you take e^s without subtracting a running max: scores of 1e4"
-        " overflow (e^89 is already inf in float32). Keep m, the largest score so far,"
-        " and use e^(s - m)",
+        N_(
+            "for {inputs}, you take e^s without subtracting a running max: scores of"
+            " 1e4"
+            " overflow (e^89 is already inf in float32). Keep m, the largest score so"
+            " far,"
+            " and use e^(s - m)"
+        ),
     ),
     # masked rows
     Mistake(
         online_masked_tile_gives_nan,
         lambda t: t.like(guard=False),
-        "for {inputs}: a block in which a row is entirely masked (all -inf) while its"
-        " running max is still -inf gives e^(-inf - (-inf)) = e^nan, NaN, which never"
-        " leaves. When the new max is -inf, subtract 0 instead of it",
+        N_(
+            "for {inputs}: a block in which a row is entirely masked (all -inf) while"
+            " its"
+            " running max is still -inf gives e^(-inf - (-inf)) = e^nan, NaN, which"
+            " never"
+            " leaves. When the new max is -inf, subtract 0 instead of it"
+        ),
     ),
     Mistake(
         online_zero_over_zero,
         lambda t: t.like(final_guard=False),
-        "for {inputs}: a query whose every key is masked ends with l = 0 and o = 0,"
-        " and 0/0 is NaN; the library's convention is a zero output for such a row."
-        " Guard the final division (l.clamp_min(tiny), or torch.where(l > 0, ...))",
+        N_(
+            "for {inputs}: a query whose every key is masked ends with l = 0 and o = 0,"
+            " and 0/0 is NaN; the library's convention is a zero output for such a row."
+            " Guard the final division (l.clamp_min(tiny), or torch.where(l > 0, ...))"
+        ),
     ),
     Mistake(None, lambda t: True, _mismatch_message),
 ]
@@ -376,6 +421,8 @@ check_online_attention = Checker(
     "flash-output).",
     _online_trials,
     ONLINE_MISTAKES,
-    "{n} inputs agree with the reference update, including blocks of unequal width,"
-    " scores of ±1e4, a masked block and a fully masked row.",
+    N_(
+        "{n} inputs agree with the reference update, including blocks of unequal width,"
+        " scores of ±1e4, a masked block and a fully masked row."
+    ),
 )

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from ..gpt import causal_lm_loss
 from .compare import close, num
 from .harness import Checker, Mistake, Trial, gen, randn
+from .language import N_, _
 
 
 def _nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -76,19 +77,21 @@ def _lm_loss_trials() -> list[LMLossTrial]:
     sparse = torch.tensor([[False, True, False, True, True]])
     return [
         LMLossTrial(
-            "logits (2, 6, 7), tokens (2, 6), no loss_mask",
+            _("logits (2, 6, 7), tokens (2, 6), no loss_mask"),
             randn(g, 2, 6, 7, scale=2.0),
             torch.randint(0, 7, (2, 6), generator=g),
         ),
         LMLossTrial(
-            "logits (3, 6, 5), tokens (3, 6), loss_mask True on tokens 4 and 5 (the"
-            " answer)",
+            _(
+                "logits (3, 6, 5), tokens (3, 6), loss_mask True on tokens 4 and 5 (the"
+                " answer)"
+            ),
             randn(g, 3, 6, 5, scale=2.0),
             torch.randint(0, 5, (3, 6), generator=g),
             answer,
         ),
         LMLossTrial(
-            "logits (1, 5, 4), tokens (1, 5), loss_mask [[F, T, F, T, T]]",
+            _("logits (1, 5, 4), tokens (1, 5), loss_mask [[F, T, F, T, T]]"),
             randn(g, 1, 5, 4, scale=2.0),
             torch.randint(0, 4, (1, 5), generator=g),
             sparse,
@@ -155,54 +158,68 @@ def lm_loss_per_position(logits, tokens, loss_mask=None):
 
 
 LM_LOSS_MISTAKES = [
-    Mistake.not_a_tensor("your loss for {inputs}"),
+    Mistake.not_a_tensor(N_("your loss for {inputs}")),
     Mistake.wrong_shape(
-        "your loss",
-        "the loss is one number, the mean over the targets (shape ())",
+        N_("your loss"),
+        N_("the loss is one number, the mean over the targets (shape ())"),
         example=lm_loss_per_position,
     ),
     Mistake(
         lm_loss_no_shift,
         lambda t: t.like(shift="none"),
-        "for {inputs}, each position is scored on its own token, which it can see;"
-        " position t predicts token t + 1: compare logits[:, :-1] with tokens[:, 1:]",
+        N_(
+            "for {inputs}, each position is scored on its own token, which it can see;"
+            " position t predicts token t + 1: compare logits[:, :-1] with tokens[:,"
+            " 1:]"
+        ),
     ),
     Mistake(
         lm_loss_shift_backwards,
         lambda t: t.like(shift="backward"),
-        "for {inputs}, you shifted the wrong way (logits[:, 1:] against"
-        " tokens[:, :-1]): that scores each position on the token before it; the"
-        " targets are tokens[:, 1:], for logits[:, :-1]",
+        N_(
+            "for {inputs}, you shifted the wrong way (logits[:, 1:] against"
+            " tokens[:, :-1]): that scores each position on the token before it; the"
+            " targets are tokens[:, 1:], for logits[:, :-1]"
+        ),
     ),
     Mistake(
         lm_loss_mask_on_predictions,
         lambda t: t.loss_mask is not None and t.like(mask="predictions"),
-        "for {inputs}, the mask was applied to the predicting positions; loss_mask"
-        " marks the target tokens, so the prediction at t counts when"
-        " loss_mask[:, t + 1]: use loss_mask[:, 1:]",
+        N_(
+            "for {inputs}, the mask was applied to the predicting positions; loss_mask"
+            " marks the target tokens, so the prediction at t counts when"
+            " loss_mask[:, t + 1]: use loss_mask[:, 1:]"
+        ),
     ),
     Mistake(
         lm_loss_ignores_mask,
         lambda t: t.loss_mask is not None and t.like(mask="ignored"),
-        "for {inputs}, your loss ignores loss_mask: average over the masked targets"
-        " only",
+        N_(
+            "for {inputs}, your loss ignores loss_mask: average over the masked targets"
+            " only"
+        ),
     ),
     Mistake(
         lm_loss_mean_over_all,
         lambda t: t.loss_mask is not None and t.like(mask="all"),
-        "for {inputs}, you divided by every position instead of by the number of"
-        " targets: (nll * m).sum() / m.sum()",
+        N_(
+            "for {inputs}, you divided by every position instead of by the number of"
+            " targets: (nll * m).sum() / m.sum()"
+        ),
     ),
     Mistake(
         lm_loss_sum,
         lambda t: t.summed,
-        "for {inputs}, you summed the cross-entropies; the loss is their mean over the"
-        " targets ({want_value})",
+        N_(
+            "for {inputs}, you summed the cross-entropies; the loss is their mean over"
+            " the"
+            " targets ({want_value})"
+        ),
     ),
     Mistake(
         None,
         lambda t: True,
-        "for {inputs}, your loss is {got_value}; expected {want_value}",
+        N_("for {inputs}, your loss is {got_value}; expected {want_value}"),
     ),
 ]
 
@@ -212,5 +229,5 @@ check_causal_lm_loss = Checker(
     " :func:`transformer_lib.causal_lm_loss`.",
     _lm_loss_trials,
     LM_LOSS_MISTAKES,
-    "{n} inputs agree with tl.causal_lm_loss, with and without a loss_mask.",
+    N_("{n} inputs agree with tl.causal_lm_loss, with and without a loss_mask."),
 )

@@ -9,6 +9,7 @@ import torch
 from ..sampling import top_k_filter, top_p_filter
 from .compare import close
 from .harness import Checker, Mistake, Trial, gen, randn
+from .language import N_, _
 
 NEG_INF = float("-inf")
 
@@ -59,7 +60,9 @@ class FilterTrial(Trial):
     def n_kept(self) -> str:
         got, want = self.kept.sum(-1).flatten(), self.want_kept.sum(-1).flatten()
         bad = int((got != want).nonzero()[0])
-        return f"row {bad} keeps {int(got[bad])} tokens; expected {int(want[bad])}"
+        return _("row {row} keeps {got} tokens; expected {want}").format(
+            row=bad, got=int(got[bad]), want=int(want[bad])
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -71,17 +74,19 @@ def _top_k_trials() -> list[FilterTrial]:
     g = gen(15)
     tied = torch.tensor([[2.0, 1.0, 1.0, 0.5, -1.0]])  # the 2nd and 3rd are tied
     return [
-        FilterTrial("logits (5,), k = 2", randn(g, 5), 2, top_k_filter),
-        FilterTrial("logits (3, 10), k = 3", randn(g, 3, 10), 3, top_k_filter),
-        FilterTrial("logits (2, 6), k = 1 (greedy)", randn(g, 2, 6), 1, top_k_filter),
+        FilterTrial(_("logits (5,), k = 2"), randn(g, 5), 2, top_k_filter),
+        FilterTrial(_("logits (3, 10), k = 3"), randn(g, 3, 10), 3, top_k_filter),
         FilterTrial(
-            "logits [[2, 1, 1, 0.5, -1]], k = 2 (a tie at the 2nd place)",
+            _("logits (2, 6), k = 1 (greedy)"), randn(g, 2, 6), 1, top_k_filter
+        ),
+        FilterTrial(
+            _("logits [[2, 1, 1, 0.5, -1]], k = 2 (a tie at the 2nd place)"),
             tied,
             2,
             top_k_filter,
         ),
         FilterTrial(
-            "logits (2, 4), k = 6 (k larger than the vocabulary: keep every token)",
+            _("logits (2, 4), k = 6 (k larger than the vocabulary: keep every token)"),
             randn(g, 2, 4),
             6,
             top_k_filter,
@@ -132,39 +137,53 @@ def top_k_renormalised_logits(logits, k):
 
 
 TOP_K_MISTAKES = [
-    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.not_a_tensor(N_("your output for {inputs}")),
     Mistake.wrong_shape(
-        "your output",
-        "a filter returns logits of the input's shape, with -inf outside the kept set",
+        N_("your output"),
+        N_(
+            "a filter returns logits of the input's shape, with -inf outside the kept"
+            " set"
+        ),
     ),
     Mistake(
         top_k_zero_fill,
         lambda t: t.zeros_for_inf,
-        "for {inputs}, the dropped tokens hold 0: a logit of 0 still has probability"
-        " e^0 / Z > 0 after the softmax; fill them with -inf",
+        N_(
+            "for {inputs}, the dropped tokens hold 0: a logit of 0 still has"
+            " probability"
+            " e^0 / Z > 0 after the softmax; fill them with -inf"
+        ),
     ),
     Mistake(
         top_k_probabilities,
         lambda t: t.probabilities,
-        "for {inputs}, you returned probabilities; the filter returns logits (-inf"
-        " outside the kept set), and the softmax comes after it",
+        N_(
+            "for {inputs}, you returned probabilities; the filter returns logits (-inf"
+            " outside the kept set), and the softmax comes after it"
+        ),
     ),
     Mistake(
         top_k_renormalised_logits,
         lambda t: t.same_set_changed_values,
-        "for {inputs}, the right tokens are kept but their logits changed; keep them as"
-        " they are (the softmax that follows renormalises)",
+        N_(
+            "for {inputs}, the right tokens are kept but their logits changed; keep"
+            " them as"
+            " they are (the softmax that follows renormalises)"
+        ),
     ),
     Mistake(
         top_k_smallest,
         lambda t: close(t.got, _keep(t.logits, top_k_filter(-t.logits, t.param))),
-        "for {inputs}, you kept the k smallest logits; top-k keeps the k largest",
+        N_("for {inputs}, you kept the k smallest logits; top-k keeps the k largest"),
     ),
     Mistake(
         top_k_one_too_many,
         lambda t: close(t.got, top_k_filter(t.logits, t.param + 1)),
-        "for {inputs}, you kept k + 1 tokens: the threshold is the k-th largest logit,"
-        " index k - 1 of the sorted values (index k is the (k+1)-th)",
+        N_(
+            "for {inputs}, you kept k + 1 tokens: the threshold is the k-th largest"
+            " logit,"
+            " index k - 1 of the sorted values (index k is the (k+1)-th)"
+        ),
     ),
     Mistake(
         top_k_exactly_k,
@@ -172,11 +191,15 @@ TOP_K_MISTAKES = [
             bool((t.kept & ~t.want_kept).sum() == 0)
             and bool((t.want_kept & ~t.kept).any())
         ),
-        "for {inputs}, {n_kept}: tokens tied with the k-th largest logit are kept too"
-        " (z_v >= z_(k), eq. top-k), as transformers does; compare with the k-th value"
-        " instead of keeping k indices",
+        N_(
+            "for {inputs}, {n_kept}: tokens tied with the k-th largest logit are kept"
+            " too"
+            " (z_v >= z_(k), eq. top-k), as transformers does; compare with the k-th"
+            " value"
+            " instead of keeping k indices"
+        ),
     ),
-    Mistake.mismatch("your output"),
+    Mistake.mismatch(N_("your output")),
 ]
 
 check_top_k_filter = Checker(
@@ -184,8 +207,11 @@ check_top_k_filter = Checker(
     "Check ``candidate(logits, k)`` against :func:`transformer_lib.top_k_filter`.",
     _top_k_trials,
     TOP_K_MISTAKES,
-    "{n} inputs agree with tl.top_k_filter, including k = 1, a tie and k larger than"
-    " the vocabulary.",
+    N_(
+        "{n} inputs agree with tl.top_k_filter, including k = 1, a tie and k larger"
+        " than"
+        " the vocabulary."
+    ),
 )
 
 
@@ -198,18 +224,20 @@ def _top_p_trials() -> list[FilterTrial]:
     g = gen(25)
     peaked = torch.tensor([[4.0, 1.0, 0.5, 0.0, -1.0]])  # the top token holds ~0.89
     return [
-        FilterTrial("logits (6,), p = 0.5", randn(g, 6, scale=2.0), 0.5, top_p_filter),
         FilterTrial(
-            "logits (3, 8), p = 0.9", randn(g, 3, 8, scale=2.0), 0.9, top_p_filter
+            _("logits (6,), p = 0.5"), randn(g, 6, scale=2.0), 0.5, top_p_filter
         ),
         FilterTrial(
-            "logits [[4, 1, 0.5, 0, -1]], p = 0.6 (the top token alone holds more)",
+            _("logits (3, 8), p = 0.9"), randn(g, 3, 8, scale=2.0), 0.9, top_p_filter
+        ),
+        FilterTrial(
+            _("logits [[4, 1, 0.5, 0, -1]], p = 0.6 (the top token alone holds more)"),
             peaked,
             0.6,
             top_p_filter,
         ),
         FilterTrial(
-            "logits (2, 5), p = 1.0 (keep every token)",
+            _("logits (2, 5), p = 1.0 (keep every token)"),
             randn(g, 2, 5),
             1.0,
             top_p_filter,
@@ -280,56 +308,79 @@ def top_p_probabilities(logits, p):
 
 
 TOP_P_MISTAKES = [
-    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.not_a_tensor(N_("your output for {inputs}")),
     Mistake.wrong_shape(
-        "your output",
-        "a filter returns logits of the input's shape, with -inf outside the kept set",
+        N_("your output"),
+        N_(
+            "a filter returns logits of the input's shape, with -inf outside the kept"
+            " set"
+        ),
     ),
     Mistake(
         top_p_zero_fill,
         lambda t: t.zeros_for_inf,
-        "for {inputs}, the dropped tokens hold 0: a logit of 0 still has probability"
-        " e^0 / Z > 0 after the softmax; fill them with -inf",
+        N_(
+            "for {inputs}, the dropped tokens hold 0: a logit of 0 still has"
+            " probability"
+            " e^0 / Z > 0 after the softmax; fill them with -inf"
+        ),
     ),
     Mistake(
         top_p_probabilities,
         lambda t: t.probabilities,
-        "for {inputs}, you returned probabilities; the filter returns logits (-inf"
-        " outside the kept set), and the softmax comes after it",
+        N_(
+            "for {inputs}, you returned probabilities; the filter returns logits (-inf"
+            " outside the kept set), and the softmax comes after it"
+        ),
     ),
     Mistake(
         top_p_drops_the_crossing_token,
         lambda t: close(t.got, _top_p_variant(t.logits, t.param, crossing=True)),
-        "for {inputs}, {n_kept}: you dropped the token whose probability carries the"
-        " running sum past p, so the kept set holds less than p (or nothing at all);"
-        " keep a token when the tokens ranked before it hold less than p",
+        N_(
+            "for {inputs}, {n_kept}: you dropped the token whose probability carries"
+            " the"
+            " running sum past p, so the kept set holds less than p (or nothing at"
+            " all);"
+            " keep a token when the tokens ranked before it hold less than p"
+        ),
     ),
     Mistake(
         top_p_unsorted,
         lambda t: close(t.got, _top_p_variant(t.logits, t.param, unsorted=True)),
-        "for {inputs}, you summed the probabilities in vocabulary order; sort them in"
-        " decreasing order first, so that the nucleus is the most likely tokens",
+        N_(
+            "for {inputs}, you summed the probabilities in vocabulary order; sort them"
+            " in"
+            " decreasing order first, so that the nucleus is the most likely tokens"
+        ),
     ),
     Mistake(
         top_p_ascending,
         lambda t: close(t.got, _top_p_variant(t.logits, t.param, ascending=True)),
-        "for {inputs}, you sorted in increasing order and kept the least likely tokens;"
-        " sort with descending=True",
+        N_(
+            "for {inputs}, you sorted in increasing order and kept the least likely"
+            " tokens;"
+            " sort with descending=True"
+        ),
     ),
     Mistake(
         top_p_forgot_to_unsort,
         lambda t: close(t.got, _top_p_variant(t.logits, t.param, unsort=False)),
-        "for {inputs}, the tokens to drop were found in sorted order but removed at"
-        " those positions of the unsorted logits; map them back with the sort's"
-        " indices (scatter) first",
+        N_(
+            "for {inputs}, the tokens to drop were found in sorted order but removed at"
+            " those positions of the unsorted logits; map them back with the sort's"
+            " indices (scatter) first"
+        ),
     ),
     Mistake(
         None,
         lambda t: bool((t.kept != t.want_kept).any()),
-        "for {inputs}, {n_kept}: the nucleus is the smallest set of most likely tokens"
-        " whose probabilities add up to at least p",
+        N_(
+            "for {inputs}, {n_kept}: the nucleus is the smallest set of most likely"
+            " tokens"
+            " whose probabilities add up to at least p"
+        ),
     ),
-    Mistake.mismatch("your output"),
+    Mistake.mismatch(N_("your output")),
 ]
 
 check_top_p_filter = Checker(
@@ -337,5 +388,8 @@ check_top_p_filter = Checker(
     "Check ``candidate(logits, p)`` against :func:`transformer_lib.top_p_filter`.",
     _top_p_trials,
     TOP_P_MISTAKES,
-    "{n} inputs agree with tl.top_p_filter, including a top token above p and p = 1.",
+    N_(
+        "{n} inputs agree with tl.top_p_filter, including a top token above p and p ="
+        " 1."
+    ),
 )

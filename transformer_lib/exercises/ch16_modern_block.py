@@ -10,6 +10,7 @@ from ..norm import rms_norm
 from ..positional import apply_rope
 from .compare import close, finite
 from .harness import Checker, Mistake, Trial, gen, randn
+from .language import N_, _
 
 # --------------------------------------------------------------------------------------
 # rms_norm(x, weight, eps=1e-6): gamma * x / sqrt(mean(x^2) + eps)
@@ -28,12 +29,15 @@ def _rms_variant(
     dims=(-1,),
     no_weight=False,
     no_sqrt=False,
+    std=None,
 ) -> torch.Tensor:
     """RMSNorm with one of the common mistakes, each named by its keyword (float64)."""
     x, weight = x.double(), weight.double()
     if centre:
         x = x - x.mean(dim=-1, keepdim=True)
     ms = (x * x).sum(dim=dims, keepdim=True) if total else (x * x).mean(dims, True)
+    if std is not None:  # the spread about the mean instead of the root mean square
+        ms = x.var(dim=-1, keepdim=True, correction=int(std == "unbiased"))
     if no_eps:
         denom = ms.sqrt()
     elif eps_outside:
@@ -64,25 +68,25 @@ def _rms_trials() -> list[RMSNormTrial]:
     x_tiny = randn(g, 3, 8, scale=1e-3)  # eps matters: mean(x^2) ~ 1e-6
     return [
         RMSNormTrial(
-            "x (4, 8), random weight, eps = 1e-6",
+            _("x (4, 8), random weight, eps = 1e-6"),
             randn(g, 4, 8) + 2.0,
             1 + randn(g, 8, scale=0.3),
             1e-6,
         ),
         RMSNormTrial(
-            "x (2, 3, 16) (batch and time axes), eps = 1e-5",
+            _("x (2, 3, 16) (batch and time axes), eps = 1e-5"),
             randn(g, 2, 3, 16),
             1 + randn(g, 16, scale=0.3),
             1e-5,
         ),
         RMSNormTrial(
-            "x (3, 8) with entries about 1e-3, eps = 1e-6 (where eps matters)",
+            _("x (3, 8) with entries about 1e-3, eps = 1e-6 (where eps matters)"),
             x_tiny,
             torch.ones(8),
             1e-6,
         ),
         RMSNormTrial(
-            "x (2, 4) whose first row is all zeros, eps = 1e-6",
+            _("x (2, 4) whose first row is all zeros, eps = 1e-6"),
             torch.cat([torch.zeros(1, 4), randn(g, 1, 4)]),
             torch.ones(4),
             1e-6,
@@ -118,62 +122,99 @@ def rms_no_weight(x, weight, eps=1e-6):
     return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
+def rms_divides_by_std(x, weight, eps=1e-6):
+    return weight * x / torch.sqrt(x.var(-1, keepdim=True) + eps)  # not centred
+
+
+def _divides_by_std(t) -> bool:
+    return any(
+        t.like(std=kind, **how)
+        for kind in ("biased", "unbiased")
+        for how in ({}, {"eps_outside": True}, {"no_eps": True})
+    )
+
+
 def rms_no_sqrt(x, weight, eps=1e-6):
     return weight * x / (x.pow(2).mean(-1, keepdim=True) + eps)
 
 
-_EPS_NOTE = (
+_EPS_NOTE = N_(
     "RMSNorm divides by sqrt(mean(x^2) + eps), eps inside the square root, as"
     " torch.nn.RMSNorm and Llama do"
 )
 
 RMS_MISTAKES = [
     # what the function returns
-    Mistake.not_a_tensor("your output for {inputs}"),
-    Mistake.wrong_shape("your output", "RMSNorm keeps the shape of x"),
+    Mistake.not_a_tensor(N_("your output for {inputs}")),
+    Mistake.wrong_shape(N_("your output"), N_("RMSNorm keeps the shape of x")),
     # the formula
     Mistake(
         rms_subtracts_mean,
         lambda t: t.like(centre=True),
-        "for {inputs}, you subtracted the mean of each row first: that is LayerNorm;"
-        " RMSNorm drops the centring and divides x itself by its root mean square",
+        N_(
+            "for {inputs}, you subtracted the mean of each row first: that is"
+            " LayerNorm;"
+            " RMSNorm drops the centring and divides x itself by its root mean square"
+        ),
+    ),
+    Mistake(
+        rms_divides_by_std,
+        _divides_by_std,
+        N_(
+            "for {inputs}, you divided by the standard deviation of each row, its"
+            " spread about the mean; RMSNorm divides by the root mean square,"
+            " sqrt(mean(x^2) + eps), which does not subtract the mean"
+        ),
     ),
     Mistake(
         rms_no_weight,
         lambda t: t.like(no_weight=True),
-        "for {inputs}, the gain is missing: multiply the normalised x by weight"
-        " (gamma), feature by feature",
+        N_(
+            "for {inputs}, the gain is missing: multiply the normalised x by weight"
+            " (gamma), feature by feature"
+        ),
     ),
     Mistake(
         rms_sum_not_mean,
         lambda t: t.like(total=True),
-        "for {inputs}, you summed the squares instead of averaging them: the root mean"
-        " square is sqrt(mean(x^2)), over the d features",
+        N_(
+            "for {inputs}, you summed the squares instead of averaging them: the root"
+            " mean"
+            " square is sqrt(mean(x^2)), over the d features"
+        ),
     ),
     Mistake(
         rms_all_axes,
         lambda t: t.like(dims=tuple(range(t.x.dim()))),
-        "for {inputs}, you averaged the squares over the whole tensor; each token (each"
-        " row along the last axis) gets its own root mean square: mean(dim=-1,"
-        " keepdim=True)",
+        N_(
+            "for {inputs}, you averaged the squares over the whole tensor; each token"
+            " (each"
+            " row along the last axis) gets its own root mean square: mean(dim=-1,"
+            " keepdim=True)"
+        ),
     ),
     Mistake(
         rms_no_sqrt,
         lambda t: t.like(no_sqrt=True),
-        "for {inputs}, you divided by mean(x^2) + eps without the square root",
+        N_("for {inputs}, you divided by mean(x^2) + eps without the square root"),
     ),
     Mistake(
         rms_no_eps,
         lambda t: not finite(t.got) or t.like(no_eps=True),
-        "for {inputs}, eps is missing: a row of zeros gives 0/0 and tiny rows are"
-        " blown up; " + _EPS_NOTE,
+        (
+            N_(
+                "for {inputs}, eps is missing: a row of zeros gives 0/0 and tiny rows"
+                " are blown up; "
+            ),
+            _EPS_NOTE,
+        ),
     ),
     Mistake(
         rms_eps_outside,
         lambda t: t.like(eps_outside=True),
-        "for {inputs}, eps is added after the square root; " + _EPS_NOTE,
+        (N_("for {inputs}, eps is added after the square root; "), _EPS_NOTE),
     ),
-    Mistake.mismatch("your output"),
+    Mistake.mismatch(N_("your output")),
 ]
 
 check_rms_norm = Checker(
@@ -181,8 +222,11 @@ check_rms_norm = Checker(
     "Check ``candidate(x, weight, eps)`` against :func:`transformer_lib.rms_norm`.",
     _rms_trials,
     RMS_MISTAKES,
-    "{n} inputs agree with tl.rms_norm, including tiny values where eps matters and a"
-    " row of zeros.",
+    N_(
+        "{n} inputs agree with tl.rms_norm, including tiny values where eps matters"
+        " and a"
+        " row of zeros."
+    ),
 )
 
 
@@ -263,27 +307,31 @@ def _rope_half_trials() -> list[RopeHalfTrial]:
     g = gen(17)
     return [
         RopeHalfTrial(
-            "x (6, 8), positions = torch.arange(6), base = 10000",
+            _("x (6, 8), positions = torch.arange(6), base = 10000"),
             randn(g, 6, 8),
             torch.arange(6),
             10000.0,
         ),
         RopeHalfTrial(
-            "x (2, 3, 5, 16) (batch and head axes), positions = torch.arange(5),"
-            " base = 500000 (Llama 3's rope_theta)",
+            _(
+                "x (2, 3, 5, 16) (batch and head axes), positions = torch.arange(5),"
+                " base = 500000 (Llama 3's rope_theta)"
+            ),
             randn(g, 2, 3, 5, 16),
             torch.arange(5),
             500000.0,
         ),
         RopeHalfTrial(
-            "x (1, 2, 4, 8), positions = torch.arange(10, 14) (after a KV cache),"
-            " base = 10000",
+            _(
+                "x (1, 2, 4, 8), positions = torch.arange(10, 14) (after a KV cache),"
+                " base = 10000"
+            ),
             randn(g, 1, 2, 4, 8),
             torch.arange(10, 14),
             10000.0,
         ),
         RopeHalfTrial(
-            "x (3, 2) (a single pair), positions = torch.arange(3), base = 10000",
+            _("x (3, 2) (a single pair), positions = torch.arange(3), base = 10000"),
             randn(g, 3, 2),
             torch.arange(3),
             10000.0,
@@ -342,48 +390,63 @@ def rope_half_ignores_positions(x, positions, base=10000.0):
 
 
 ROPE_HALF_MISTAKES = [
-    Mistake.not_a_tensor("your output for {inputs}"),
+    Mistake.not_a_tensor(N_("your output for {inputs}")),
     Mistake.wrong_shape(
-        "your output", "RoPE rotates x in place: the output has the shape of x"
+        N_("your output"), N_("RoPE rotates x in place: the output has the shape of x")
     ),
     Mistake(
         rope_half_interleaved,
         lambda t: t.d > 2 and t.like(interleaved=True),
-        "for {inputs}, you paired neighbours (x_2i, x_2i+1), the interleaved layout of"
-        " chapter 8; the half layout pairs feature i with feature i + d/2",
+        N_(
+            "for {inputs}, you paired neighbours (x_2i, x_2i+1), the interleaved"
+            " layout of"
+            " chapter 8; the half layout pairs feature i with feature i + d/2"
+        ),
     ),
     Mistake(
         rope_half_ignores_base,
         lambda t: t.base != 10000.0 and t.like(base=10000.0),
-        "for {inputs}, your function ignores its base argument and uses 10000; the"
-        " frequencies are theta_i = base^(-2i/d)",
+        N_(
+            "for {inputs}, your function ignores its base argument and uses 10000; the"
+            " frequencies are theta_i = base^(-2i/d)"
+        ),
     ),
     Mistake(
         rope_half_ignores_positions,
         lambda t: t.ignores_positions,
-        "your function ignores its positions argument: for {inputs} it rotated as if"
-        " the positions were 0, 1, 2, ...",
+        N_(
+            "your function ignores its positions argument: for {inputs} it rotated as"
+            " if"
+            " the positions were 0, 1, 2, ..."
+        ),
     ),
     Mistake(
         rope_half_swapped_signs,
         lambda t: t.like(backwards=True),
-        "for {inputs}, every pair turns backwards: rotate_half(x) is (-x2, x1), with"
-        " the minus sign on the second half x2 = x[..., d/2:]",
+        N_(
+            "for {inputs}, every pair turns backwards: rotate_half(x) is (-x2, x1),"
+            " with"
+            " the minus sign on the second half x2 = x[..., d/2:]"
+        ),
     ),
     Mistake(
         rope_half_exponent_i,
         lambda t: t.d > 2 and t.like(power="i"),
-        "for {inputs}, your frequencies are base^(-i/d); pair i turns by"
-        " pos * base^(-2i/d)",
+        N_(
+            "for {inputs}, your frequencies are base^(-i/d); pair i turns by"
+            " pos * base^(-2i/d)"
+        ),
     ),
     Mistake(
         rope_half_not_repeated,
         lambda t: t.d > 2 and (t.like(unrepeated=True) or not t.lengths_kept),
-        "for {inputs}, the pairs (x_i, x_i+d/2) change length, so this is not a"
-        " rotation: both halves must use the same d/2 angles, Theta = (theta_0 .."
-        " theta_{{d/2-1}}, theta_0 .. theta_{{d/2-1}})",
+        N_(
+            "for {inputs}, the pairs (x_i, x_i+d/2) change length, so this is not a"
+            " rotation: both halves must use the same d/2 angles, Theta = (theta_0 .."
+            " theta_{{d/2-1}}, theta_0 .. theta_{{d/2-1}})"
+        ),
     ),
-    Mistake.mismatch("your output"),
+    Mistake.mismatch(N_("your output")),
 ]
 
 check_apply_rope_half = Checker(
@@ -392,6 +455,9 @@ check_apply_rope_half = Checker(
     ' :func:`transformer_lib.apply_rope` with ``layout="half"``.',
     _rope_half_trials,
     ROPE_HALF_MISTAKES,
-    "{n} inputs agree with tl.apply_rope(..., layout='half'), including base 500000,"
-    " positions from 10 and d = 2.",
+    N_(
+        "{n} inputs agree with tl.apply_rope(..., layout='half'), including base"
+        " 500000,"
+        " positions from 10 and d = 2."
+    ),
 )

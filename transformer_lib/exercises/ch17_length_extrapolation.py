@@ -14,6 +14,7 @@ import torch
 from ..positional import alibi_bias, alibi_slopes
 from .compare import close
 from .harness import Checker, Mistake, Trial
+from .language import N_
 
 NEG_INF = float("-inf")
 
@@ -94,28 +95,36 @@ def alibi_zero_future(n_heads, T):
 
 
 ALIBI_MISTAKES = [
-    Mistake.not_a_tensor("your bias for {inputs}"),
-    Mistake.wrong_shape("your bias", "one (T, T) matrix per head: (n_heads, T, T)"),
+    Mistake.not_a_tensor(N_("your bias for {inputs}")),
+    Mistake.wrong_shape(
+        N_("your bias"), N_("one (T, T) matrix per head: (n_heads, T, T)")
+    ),
     Mistake(
         alibi_slopes_from_zero,
         lambda t: (
             t.n_heads > 1
             and t.like(2.0 ** (-8.0 * torch.arange(t.n_heads).double() / t.n_heads))
         ),
-        "for {inputs}, your slopes start at 2^0 = 1: the heads are counted from 1,"
-        " m_h = 2^(-8h/H) for h = 1 .. H, so the steepest slope is 2^(-8/H)",
+        N_(
+            "for {inputs}, your slopes start at 2^0 = 1: the heads are counted from 1,"
+            " m_h = 2^(-8h/H) for h = 1 .. H, so the steepest slope is 2^(-8/H)"
+        ),
     ),
     Mistake(
         alibi_slopes_reversed,
         lambda t: t.n_heads > 1 and t.like(t.slopes.flip(0)),
-        "for {inputs}, your slopes are in reverse order: head 1 has the steepest,"
-        " m_1 = 2^(-8/H), and head H the gentlest, 2^(-8)",
+        N_(
+            "for {inputs}, your slopes are in reverse order: head 1 has the steepest,"
+            " m_1 = 2^(-8/H), and head H the gentlest, 2^(-8)"
+        ),
     ),
     Mistake(
         alibi_positive,
         lambda t: t.like(t.slopes, sign=1.0),
-        "for {inputs}, distant keys get a bonus: ALiBi subtracts m_h (i - j), a"
-        " penalty that grows with the distance",
+        N_(
+            "for {inputs}, distant keys get a bonus: ALiBi subtracts m_h (i - j), a"
+            " penalty that grows with the distance"
+        ),
     ),
     Mistake(
         alibi_zero_future,
@@ -124,16 +133,21 @@ ALIBI_MISTAKES = [
             and bool((t.got[:, ~t.lower] == 0).all())
             and close(t.got[:, t.lower], t.want[:, t.lower])
         ),
-        "for {inputs}, the future keys (j > i) get 0, which the softmax still weighs;"
-        " they need -inf, the causal mask",
+        N_(
+            "for {inputs}, the future keys (j > i) get 0, which the softmax still"
+            " weighs;"
+            " they need -inf, the causal mask"
+        ),
     ),
     Mistake(
         alibi_no_mask,
         lambda t: t.T > 1 and t.future_finite,
-        "for {inputs}, the keys after the query (j > i) are not masked; fill them"
-        " with -inf, as the causal mask does",
+        N_(
+            "for {inputs}, the keys after the query (j > i) are not masked; fill them"
+            " with -inf, as the causal mask does"
+        ),
     ),
-    Mistake.mismatch("your bias"),
+    Mistake.mismatch(N_("your bias")),
 ]
 
 check_alibi_bias = Checker(
@@ -142,5 +156,5 @@ check_alibi_bias = Checker(
     " :func:`alibi_bias`.",
     _alibi_trials,
     ALIBI_MISTAKES,
-    "{n} sizes agree with the reference, from 1 head to 8.",
+    N_("{n} sizes agree with the reference, from 1 head to 8."),
 )

@@ -25,6 +25,7 @@ from ..parallel.ring import block_attention
 from .compare import close
 from .harness import Checker, Mistake, Trial, gen
 from .harness import randn as _randn
+from .language import N_, _
 
 NEG_INF = float("-inf")
 
@@ -171,9 +172,9 @@ def _ring_trials() -> list[RingTrial]:
 
     trials = []
     for name, T_q, T_k, q_start, k_start, scale in (
-        ("a block below the diagonal (queries 8..11, keys 4..7)", 4, 4, 8, 4, 1.0),
-        ("the diagonal block (queries 4..8, keys 4..8)", 5, 5, 4, 4, 1.0),
-        ("a block below the diagonal with scores near 1000", 3, 4, 8, 4, 20.0),
+        (_("a block below the diagonal (queries 8..11, keys 4..7)"), 4, 4, 8, 4, 1.0),
+        (_("the diagonal block (queries 4..8, keys 4..8)"), 5, 5, 4, 4, 1.0),
+        (_("a block below the diagonal with scores near 1000"), 3, 4, 8, 4, 20.0),
     ):
         q = randn(g, B, h, T_q, d, scale=scale)
         k, v = randn(g, B, h, T_k, d, scale=scale), randn(g, B, h, T_k, d)
@@ -189,8 +190,8 @@ def _ring_trials() -> list[RingTrial]:
     )
     trials.append(
         RingTrial(
-            "a first block wholly above the diagonal (queries 0..3, keys 4..7;"
-            " out = 0 and lse = -inf: nothing merged yet)",
+            _("a first block wholly above the diagonal (queries 0..3, keys 4..7;"
+            " out = 0 and lse = -inf: nothing merged yet)"),
             q, k, v, 0, 4, empty_out, empty_lse,
         )
     )  # fmt: skip
@@ -201,61 +202,79 @@ RING_MISTAKES = [
     Mistake(
         None,
         lambda t: not isinstance(t.got, tuple | list) or len(t.got) != 2,
-        "for {inputs}, return a pair (out, lse): the merged output and its"
-        " log-sum-exp, which the next step of the ring needs; got {got_kind}",
+        N_(
+            "for {inputs}, return a pair (out, lse): the merged output and its"
+            " log-sum-exp, which the next step of the ring needs; got {got_kind}"
+        ),
     ),
     Mistake(
         None,
         lambda t: not t.pair_ok,
-        "for {inputs}, out should be (..., T_q, d) and lse (..., T_q), the shapes of"
-        " the running state you were given",
+        N_(
+            "for {inputs}, out should be (..., T_q, d) and lse (..., T_q), the shapes"
+            " of"
+            " the running state you were given"
+        ),
     ),
     Mistake(
         ring_step_local_mask,
         lambda t: t.q_start != t.k_start and t.like(ring_step_local_mask),
-        "for {inputs}, your causal mask compares positions within the shards"
-        " (0, 1, ... in each): query q_start + i may see key k_start + j when"
-        " k_start + j <= q_start + i, positions of the whole sequence",
+        N_(
+            "for {inputs}, your causal mask compares positions within the shards"
+            " (0, 1, ... in each): query q_start + i may see key k_start + j when"
+            " k_start + j <= q_start + i, positions of the whole sequence"
+        ),
     ),
     Mistake(
         ring_step_empty_state_gives_nan,
         lambda t: bool(torch.isneginf(t.lse_in).all()) and t.not_finite,
-        "for {inputs}, your output is nan: with lse = -inf the weight"
-        " e^(lse - L) is e^(-inf - (-inf)); a part whose lse is -inf must weigh 0"
-        " (shift by 0 where L is -inf, as merge_attention does)",
+        N_(
+            "for {inputs}, your output is nan: with lse = -inf the weight"
+            " e^(lse - L) is e^(-inf - (-inf)); a part whose lse is -inf must weigh 0"
+            " (shift by 0 where L is -inf, as merge_attention does)"
+        ),
     ),
     Mistake(
         ring_step_without_the_max,
         lambda t: t.not_finite,
-        "for {inputs}, your result is inf or nan: e^L overflows once L passes ~709"
-        " in float64. Never form e^L itself: rescale by the running max, the weights"
-        " are e^(L_s - L) with L = logaddexp(lse, lse_s)",
+        N_(
+            "for {inputs}, your result is inf or nan: e^L overflows once L passes ~709"
+            " in float64. Never form e^L itself: rescale by the running max, the"
+            " weights"
+            " are e^(L_s - L) with L = logaddexp(lse, lse_s)"
+        ),
     ),
     Mistake(
         ring_step_outputs_added,
         lambda t: t.like(ring_step_outputs_added),
-        "for {inputs}, you added the two outputs: each is already normalised by its"
-        " own block's softmax, so they must be weighed by e^(L_s - L), the share of"
-        " the softmax's denominator each block holds",
+        N_(
+            "for {inputs}, you added the two outputs: each is already normalised by its"
+            " own block's softmax, so they must be weighed by e^(L_s - L), the share of"
+            " the softmax's denominator each block holds"
+        ),
     ),
     Mistake(
         ring_step_outputs_averaged,
         lambda t: t.like(ring_step_outputs_averaged),
-        "for {inputs}, you averaged the two outputs: the blocks weigh e^(L_s - L),"
-        " their shares of the denominator, not 1/2 each",
+        N_(
+            "for {inputs}, you averaged the two outputs: the blocks weigh e^(L_s - L),"
+            " their shares of the denominator, not 1/2 each"
+        ),
     ),
     Mistake(
         ring_step_lse_is_the_max,
         lambda t: close(t.got[0], t.want[0]) and t.like(ring_step_lse_is_the_max),
-        "for {inputs}, your output is right but your lse is the larger of the two:"
-        " the merged log-sum-exp is log(e^lse + e^lse_s), torch.logaddexp",
+        N_(
+            "for {inputs}, your output is right but your lse is the larger of the two:"
+            " the merged log-sum-exp is log(e^lse + e^lse_s), torch.logaddexp"
+        ),
     ),
     Mistake(
         None,
         lambda t: not close(t.got_out, t.want_out),
-        Mistake.mismatch("your out", attr="got_out", want="want_out").message,
+        Mistake.mismatch(N_("your out"), attr="got_out", want="want_out").message,
     ),
-    Mistake.mismatch("your lse", attr="got_lse", want="want_lse"),
+    Mistake.mismatch(N_("your lse"), attr="got_lse", want="want_lse"),
 ]
 
 check_ring_step = Checker(
@@ -264,8 +283,10 @@ check_ring_step = Checker(
     " of causal ring attention, against the library's block attention and merge.",
     _ring_trials,
     RING_MISTAKES,
-    "{n} steps agree with the reference: below the diagonal, on it, with scores"
-    " near 1000, and a first block wholly above it.",
+    N_(
+        "{n} steps agree with the reference: below the diagonal, on it, with scores"
+        " near 1000, and a first block wholly above it."
+    ),
 )
 
 

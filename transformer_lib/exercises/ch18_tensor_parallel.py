@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from ..heads import MultiHeadAttention
 from .compare import close
 from .harness import Checker, Mistake, Trial, Wrong
+from .language import N_, _
 
 NEG_INF = float("-inf")
 
@@ -104,7 +105,7 @@ def _tp_attention(x, mha, rank, P, all_reduce, *, mode="ok", kv_rule="ok"):
         sl = slice(heads.start * d_k, heads.stop * d_k)
         return F.linear(x, lin.weight[sl], lin.bias[sl])
 
-    B, T, _ = x.shape
+    B, T, _d = x.shape
     q = rows(mha.q_proj, q_heads)
     if mode == "after q":
         q = all_reduce(q)
@@ -150,7 +151,10 @@ def reference_tp_attention(x, mha, rank, world_size, all_reduce):
 class TPTrial(Trial):
     def __init__(self, h: int, h_kv: int, P: int, seed: int) -> None:
         super().__init__(
-            f"h = {h} query heads, h_kv = {h_kv} K/V heads on P = {P} ranks", ()
+            _("h = {h} query heads, h_kv = {h_kv} K/V heads on P = {P} ranks").format(
+                h=h, h_kv=h_kv, P=P
+            ),
+            (),
         )
         self.h, self.h_kv, self.P = h, h_kv, P
         with torch.random.fork_rng():
@@ -170,13 +174,17 @@ class TPTrial(Trial):
         if real:
             err = real[0]
             hint = (
-                " (P does not divide h_kv here: replicate each K/V head on the"
-                " P / h_kv ranks whose query heads read it)"
+                _(
+                    " (P does not divide h_kv here: replicate each K/V head on the"
+                    " P / h_kv ranks whose query heads read it)"
+                )
                 if self.h_kv < self.P
                 else ""
             )
             raise Wrong(
-                f"your function raised {type(err).__name__} on {self.inputs}: {err}"
+                _("your function raised {kind} on {inputs}: {err}").format(
+                    kind=type(err).__name__, inputs=self.inputs, err=err
+                )
                 + hint
             ) from err
         self.raised = (raised or [None])[0]
@@ -225,51 +233,70 @@ TP_MISTAKES = [
     Mistake(
         tp_kv_heads_split_like_the_queries,
         lambda t: t.h_kv < t.P and t.like(tp_kv_heads_split_like_the_queries),
-        "for {inputs}, P does not divide h_kv, so the K/V heads cannot be cut into P"
-        " parts (h_kv // P = 0 heads each). Since h_kv divides P, replicate each K/V"
-        " head on the P / h_kv ranks whose query heads read it",
+        N_(
+            "for {inputs}, P does not divide h_kv, so the K/V heads cannot be cut into"
+            " P"
+            " parts (h_kv // P = 0 heads each). Since h_kv divides P, replicate each"
+            " K/V"
+            " head on the P / h_kv ranks whose query heads read it"
+        ),
     ),
     Mistake(
         None,
         lambda t: t.raised is not None,
-        "for {inputs}, the ranks did not meet in all_reduce ({error}): every rank"
-        " must call it the same number of times, once per sublayer",
+        N_(
+            "for {inputs}, the ranks did not meet in all_reduce ({error}): every rank"
+            " must call it the same number of times, once per sublayer"
+        ),
     ),
     Mistake(
         None,
         lambda t: not t.ranks_ok,
-        "for {inputs}, every rank should return the whole output, a tensor of the"
-        " shape of x: (B, T, d_model)",
+        N_(
+            "for {inputs}, every rank should return the whole output, a tensor of the"
+            " shape of x: (B, T, d_model)"
+        ),
     ),
     Mistake(
         tp_all_reduce_after_w_q,
         lambda t: t.like(tp_all_reduce_after_w_q),
-        "for {inputs}, you all-reduced after W_Q: each rank's columns of X W_Q are"
-        " different heads, and summing them mixes the heads. X is already on every"
-        " rank, so nothing is needed before attention; the ranks' heads meet in the"
-        " sum over heads, after W_O, and that is where the one all-reduce goes",
+        N_(
+            "for {inputs}, you all-reduced after W_Q: each rank's columns of X W_Q are"
+            " different heads, and summing them mixes the heads. X is already on every"
+            " rank, so nothing is needed before attention; the ranks' heads meet in the"
+            " sum over heads, after W_O, and that is where the one all-reduce goes"
+        ),
     ),
     Mistake(
         tp_no_all_reduce,
         lambda t: t.like(tp_no_all_reduce),
-        "for {inputs}, each rank returned only its own heads' part, sum over its"
-        " heads of head_i W_O^i: the residual stream needs the sum over all heads, so"
-        " all-reduce the partial output of W_O",
+        N_(
+            "for {inputs}, each rank returned only its own heads' part, sum over its"
+            " heads of head_i W_O^i: the residual stream needs the sum over all heads,"
+            " so"
+            " all-reduce the partial output of W_O"
+        ),
     ),
     Mistake(
         tp_bias_added_on_every_rank,
         lambda t: t.like(tp_bias_added_on_every_rank),
-        "for {inputs}, b_O is counted P times: you added it on every rank before the"
-        " all-reduce, which sums it too. Add it once, after the all-reduce",
+        N_(
+            "for {inputs}, b_O is counted P times: you added it on every rank before"
+            " the"
+            " all-reduce, which sums it too. Add it once, after the all-reduce"
+        ),
     ),
     Mistake(
         tp_replicated_kv_head_by_rank_mod,
         lambda t: t.h_kv < t.P and t.like(tp_replicated_kv_head_by_rank_mod),
-        "for {inputs}, a rank holds the wrong K/V head: with each K/V head replicated,"
-        " a rank needs the one its query heads read, (rank h / P) // (h / h_kv),"
-        " not rank mod h_kv",
+        N_(
+            "for {inputs}, a rank holds the wrong K/V head: with each K/V head"
+            " replicated,"
+            " a rank needs the one its query heads read, (rank h / P) // (h / h_kv),"
+            " not rank mod h_kv"
+        ),
     ),
-    Mistake.mismatch("your output", attr="got_rank"),
+    Mistake.mismatch(N_("your output"), attr="got_rank"),
 ]
 
 check_tensor_parallel_attention = Checker(
@@ -278,6 +305,8 @@ check_tensor_parallel_attention = Checker(
     " every rank must return ``mha(x, x, x)[0]``.",
     _tp_trials,
     TP_MISTAKES,
-    "{n} splits give the whole attention on every rank: plain heads, GQA with K/V"
-    " heads split, and GQA with K/V heads replicated.",
+    N_(
+        "{n} splits give the whole attention on every rank: plain heads, GQA with K/V"
+        " heads split, and GQA with K/V heads replicated."
+    ),
 )

@@ -10,6 +10,8 @@ from typing import Any
 
 import torch
 
+from .language import N_, _
+
 # float32 inputs; a correct answer computed another way lands well inside this
 ATOL, RTOL = 1e-5, 1e-4
 
@@ -63,12 +65,16 @@ def where(index: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
-def row(idx: tuple[int, ...], lead: str = "batch index") -> str:
+def row(idx: tuple[int, ...], lead: str = N_("batch index")) -> str:
     """'row 3', or 'row 3 (at batch index [1, 0])' when the row sits in a batch."""
-    return f"row {idx[-1]}" + (
-        f" (at {lead} {where(idx[:-1])})" if len(idx) > 1 else ""
+    if len(idx) == 1:
+        return _("row {i}").format(i=idx[-1])
+    return _("row {i} (at {lead} {index})").format(
+        i=idx[-1], lead=_(lead), index=where(idx[:-1])
     )
 
 
 def position_span(a: int, b: int) -> str:
-    return f"position {a}" if a == b else f"positions {a}..{b}"
+    if a == b:
+        return _("position {a}").format(a=a)
+    return _("positions {a}..{b}").format(a=a, b=b)

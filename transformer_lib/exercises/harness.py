@@ -19,8 +19,9 @@ from typing import Any
 import torch
 
 from .compare import ATOL, RTOL, close, first_mismatch, num, shape, where
+from .language import N_, _, edition_mime, speaking, twin_languages
 
-NOT_ATTEMPTED_HINT = (
+NOT_ATTEMPTED_HINT = N_(
     "Replace the `raise NotImplementedError` line and run the cell again."
 )
 
@@ -101,18 +102,21 @@ class Mistake:
     mistake, or a row that an earlier row always answers first. ``detect(trial) ->
     bool``: how the checker recognises the mistake in a wrong result. ``message``: what
     the learner reads. A ``str.format`` template whose fields are the trial's attributes
-    (``{inputs}``, ``{got_shape}``, ``{bad_sum:.4g}``), or a function of the trial for a
-    message that a template cannot say.
+    (``{inputs}``, ``{got_shape}``, ``{bad_sum:.4g}``), a tuple of templates said one
+    after the other (each a message of the catalogs), or a function of the trial for a
+    message that a template cannot say. A template is marked ``N_()`` and translated
+    when it is said (:mod:`.language`).
     """
 
     example: Callable | None
     detect: Callable[[Any], bool]
-    message: str | Callable[[Any], str]
+    message: str | tuple[str, ...] | Callable[[Any], str]
 
     def says(self, trial: Trial) -> str:
         if callable(self.message):
             return self.message(trial)
-        return self.message.format_map(_Fields(trial))
+        parts = self.message if isinstance(self.message, tuple) else (self.message,)
+        return "".join(_(part) for part in parts).format_map(_Fields(trial))
 
     # Rows that several tables share: a tuple where one tensor is due, and the
     # catch-alls
@@ -123,7 +127,9 @@ class Mistake:
 
         def message(t: Trial) -> str:
             kind = type(t.got).__name__
-            return f"your function returned a {kind}; return only {what}"
+            return _("your function returned a {kind}; return only {what}").format(
+                kind=kind, what=_(what)
+            )
 
         return cls(example, lambda t: isinstance(t.got, (tuple, list)), message)
 
@@ -134,8 +140,10 @@ class Mistake:
 
         def message(t: Trial) -> str:
             got = getattr(t, attr)
-            named = what.format_map(_Fields(t))
-            return f"{named} should be a torch.Tensor, got {type(got).__name__}"
+            named = _(what).format_map(_Fields(t))
+            return _("{named} should be a torch.Tensor, got {kind}").format(
+                named=named, kind=type(got).__name__
+            )
 
         return cls(
             None, lambda t: not isinstance(getattr(t, attr), torch.Tensor), message
@@ -158,12 +166,16 @@ class Mistake:
 
         def message(t: Trial) -> str:
             got, expected = getattr(t, attr), getattr(t, want)
-            verb = "have" if what.endswith("weights") else "has"
-            said = hint(t) if callable(hint) else hint
-            return (
-                f"{what} {verb} shape {shape(got)} for {t.inputs};"
-                f" expected {shape(expected)}" + (f": {said}" if said else "")
+            said = hint(t) if callable(hint) else _(hint) if hint else ""
+            template = (
+                N_("{what} have shape {got} for {inputs}; expected {want}")
+                if what.endswith("weights")
+                else N_("{what} has shape {got} for {inputs}; expected {want}")
             )
+            text = _(template).format(
+                what=_(what), got=shape(got), inputs=t.inputs, want=shape(expected)
+            )
+            return text + (_(": {hint}").format(hint=said) if said else "")
 
         return cls(
             example, lambda t: getattr(t, attr).shape != getattr(t, want).shape, message
@@ -187,7 +199,9 @@ class Mistake:
         def message(t: Trial) -> str:
             tol = t.atol if atol is None else atol
             idx, g, w = first_mismatch(getattr(t, attr), getattr(t, want), tol, t.rtol)
-            return f"for {t.inputs}, {what}{where(idx)} is {num(g)}; expected {num(w)}"
+            return _("for {inputs}, {what}{index} is {got}; expected {want}").format(
+                inputs=t.inputs, what=_(what), index=where(idx), got=num(g), want=num(w)
+            )
 
         return cls(example, lambda t: True, message)
 
@@ -225,16 +239,50 @@ class Wrong(Exception):
         self.mistake = mistake
 
 
+class CheckFailed(AssertionError):
+    """A checker's verdict on a wrong function: the message, and the row that answered
+    (``mistake``). ``editions`` holds the same message in the build's other languages
+    (:func:`.language.say_also_in`); IPython's ``display(err)`` shows it with them,
+    each under its edition's type."""
+
+    def __init__(
+        self, message: str, mistake: Mistake | None, editions: dict[str, str]
+    ) -> None:
+        super().__init__(message)
+        self.mistake, self.editions = mistake, editions
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return _bundle(str(self), self.editions)
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        # IPython's plain-text printer of exceptions writes the repr,
+        # CheckFailed('...'), over the bundle's text/plain: the message is what is shown
+        printer.text(str(self))
+
+
+@dataclass
+class Verdict:
+    """What a check says: ``text``; ``failed`` with the answering row and the learner's
+    own error (``cause``), or not."""
+
+    text: str
+    failed: bool = False
+    mistake: Mistake | None = None
+    cause: BaseException | None = None
+
+
 class Checker:
     """``check_<name>(candidate)``: run ``candidate`` on each trial, name the mistake.
 
 
     On success it prints one line, ``"<name>: correct — <passed>"`` (``passed`` may use
     ``{n}``, the number of trials), and returns None. On failure it raises
-    ``AssertionError`` with the answering row's message; the error's ``mistake``
-    attribute is that row. A candidate that still raises ``NotImplementedError`` is "not
-    attempted yet": the checker prints a hint and returns, so that a notebook with the
-    exercise stubs in place still runs.
+    ``AssertionError`` (a :class:`CheckFailed`) with the answering row's message; the
+    error's ``mistake`` attribute is that row. A candidate that still raises
+    ``NotImplementedError`` is "not attempted yet": the checker prints a hint and
+    returns, so that a notebook with the exercise stubs in place still runs. Every
+    message is in the learner's language (:mod:`.language`); while the book executes,
+    the check runs once more per edition's language, for the edition's twin of it.
     """
 
     def __init__(
@@ -253,27 +301,44 @@ class Checker:
         return f"<checker {self.__name__}>"
 
     def __call__(self, candidate: Callable) -> None:
+        verdict = self.verdict(candidate)
+        editions = {}
+        for language in twin_languages():
+            with speaking(language):
+                editions[language] = self.verdict(candidate).text
+        if verdict.failed:
+            raise CheckFailed(verdict.text, verdict.mistake, editions) from (
+                verdict.cause  # the learner's own error, if any
+            )
+        say(verdict.text, editions)
+        return None
+
+    def verdict(self, candidate: Callable) -> Verdict:
+        """Run ``candidate`` on every trial; what the check says, in the current
+        language."""
         name = self.__name__
         if not callable(candidate):
-            raise AssertionError(
-                f"{name}: pass your function itself (no parentheses), "
-                f"got {type(candidate).__name__}"
+            return Verdict(
+                _(
+                    "{name}: pass your function itself (no parentheses), got {kind}"
+                ).format(name=name, kind=type(candidate).__name__),
+                failed=True,
             )
         try:
             trials = self.trials()
             for trial in trials:
                 self._judge(trial, candidate)
         except NotAttempted:
-            print(f"{name}: not attempted yet.\n{NOT_ATTEMPTED_HINT}")
-            return None
+            return Verdict(
+                _("{name}: not attempted yet.").format(name=name)
+                + "\n"
+                + _(NOT_ATTEMPTED_HINT)
+            )
         except Wrong as wrong:
-            err = AssertionError(f"{name}: {wrong}")
-            err.mistake = (
-                wrong.mistake
-            )  # which row answered (the catalogue test reads it)
-            raise err from wrong.__cause__  # the learner's own error, if any
-        print(f"{name}: correct — {self.passed.format(n=len(trials))}")
-        return None
+            said = _("{name}: {message}").format(name=name, message=wrong)
+            return Verdict(said, True, wrong.mistake, wrong.__cause__)
+        passed = _(self.passed).format(n=len(trials))
+        return Verdict(_("{name}: correct — {passed}").format(name=name, passed=passed))
 
     def _judge(self, trial: Trial, candidate: Callable) -> None:
         trial.run(candidate)
@@ -285,6 +350,27 @@ class Checker:
         raise RuntimeError(  # a table must end with a catch-all row
             f"{self.__name__}: no row of the mistakes table answers {trial.inputs}"
         )
+
+
+def _bundle(text: str, editions: dict[str, str]) -> dict[str, str]:
+    """A text output: the English ``text/plain``, and the same message in each
+    edition's language under the edition's own type (``text/vnd.tl.zh_CN+plain``),
+    which that edition's build shows in its place."""
+    data = {"text/plain": text}
+    for language, said in editions.items():
+        data[edition_mime("text/plain", language)] = said
+    return data
+
+
+def say(text: str, editions: dict[str, str]) -> None:
+    """Print a checker's message; in the book's build, a display output with its
+    twins in the editions' languages."""
+    if not editions:
+        print(text)
+        return
+    from IPython.display import display
+
+    display(_bundle(text, editions), raw=True)
 
 
 def call(candidate: Callable, inputs: str, *args: Any, **kwargs: Any) -> Any:
@@ -299,7 +385,9 @@ def call(candidate: Callable, inputs: str, *args: Any, **kwargs: Any) -> Any:
         Exception
     ) as err:  # anything else the learner's code raised: say on which input
         raise Wrong(
-            f"your function raised {type(err).__name__} on {inputs}: {err}"
+            _("your function raised {kind} on {inputs}: {err}").format(
+                kind=type(err).__name__, inputs=inputs, err=err
+            )
         ) from err
 
 

@@ -160,19 +160,13 @@ class ParallelMultiHeadAttention(MultiHeadAttention):
         key, value = copy_to_ranks(key, self.group), copy_to_ranks(value, self.group)
         return super().project_kv(key, value)
 
-    def attend(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        need_weights: bool = True,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def attend(self, q, k, v, mask=None, *args, **kwargs):
         """This rank's heads, its rows of W_O, one all-reduce, then b_O: the full
-        (B, T_q, d_model) output on every rank, and this rank's heads' weights."""
+        (B, T_q, d_model) output on every rank, and this rank's heads' weights
+        (the arguments of :meth:`MultiHeadAttention.attend`)."""
         if mask is not None and mask.dim() == 4 and mask.size(1) == self.full_n_heads:
             mask = mask[:, self.q_heads]  # a per-head mask: this rank's heads
-        partial, weights = super().attend(q, k, v, mask, need_weights)
+        partial, weights = super().attend(q, k, v, mask, *args, **kwargs)
         out = reduce_from_ranks(partial, self.group)  # sum over the ranks' heads
         if self.o_bias is not None:
             out = out + self.o_bias
@@ -263,12 +257,12 @@ def shard_block(
     world_size: int,
     group: dist.ProcessGroup | None = None,
 ) -> nn.Module:
-    """A copy of a Transformer block (``tl.GPTBlock``, or any block whose sublayers are
-    ``.attn`` and ``.ffn``) with both sublayers split over the ranks: two all-reduces
-    per block, one per sublayer. Norms, residuals and RoPE are unchanged: they act on
-    the full width, or on each head alone."""
+    """A copy of a Transformer block (``tl.GPTBlock``, or any block whose sublayers
+    are ``.self_attn`` and ``.ffn``) with both sublayers split over the ranks: two
+    all-reduces per block, one per sublayer. Norms, residuals and RoPE are unchanged:
+    they act on the full width, or on each head alone."""
     new = copy.deepcopy(block)
-    new.attn = shard_multi_head_attention(block.attn, rank, world_size, group)
+    new.self_attn = shard_multi_head_attention(block.self_attn, rank, world_size, group)
     new.ffn = shard_feed_forward(block.ffn, rank, world_size, group)
     return new
 

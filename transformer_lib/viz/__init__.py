@@ -14,8 +14,7 @@ Generic drawing, one concern per module:
   one-attention-map figure;
 * ``source``: ``show_source``, the library's own code in a chapter;
 * ``image_words``: the words drawn inside the pictures, drawn again in each Chinese
-  edition's language while the book builds (or in a Chinese notebook's language);
-* ``explorer``: the same public names, where chapters have always imported them from.
+  edition's language while the book builds (or in a Chinese notebook's language).
 
 Each chapter's interactive figures (LiveFigure classes) live in a module ``chNN_*.py``
 of this package that declares them in ``EXPLORERS`` (name -> factory), so that

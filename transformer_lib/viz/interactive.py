@@ -255,13 +255,13 @@ class Explorer:
 
     def edition_pictures(
         self, english: dict[str, dict], english_words: static.PageWords
-    ) -> dict[str, Any] | None:
+    ) -> tuple[dict, dict] | None:
         """While the book is built (:func:`.image_words.render_editions`): the
         kernel-free twin once more per edition, its words in the edition's language,
         those drawn in the pictures and those of the HTML (``english``: the English
         frames, whose repeated pictures are not drawn again; ``english_words``: the
-        words the English twin looked up). The metadata of the figure's output, or None
-        if the figure has no words."""
+        words the English twin looked up). The (data, metadata) to add to the figure's
+        output (:func:`.image_words.edition_bundle`), or None if it has no words."""
         twins, pictured = {}, {}
         for language in image_words.editions():
             words, page_words = image_words.edition_words(language)
@@ -272,7 +272,7 @@ class Explorer:
         page = [w for w in english_words.seen if w]
         if not pictured and not page:
             return None
-        return {"tl_editions": twins, "tl_words": list(pictured), "tl_page_words": page}
+        return image_words.edition_bundle("text/html", twins, list(pictured), page)
 
     # -- the two lives
     def widget(self):
@@ -308,4 +308,7 @@ class Explorer:
         editions = (
             self.edition_pictures(frames, words) if image_words.editions() else None
         )
-        return (bundle, {"text/html": editions}) if editions else bundle
+        if editions is None:
+            return bundle
+        bundle.update(editions[0])
+        return bundle, editions[1]
