@@ -452,6 +452,20 @@ def _edition_problems(visit: Visit, path: str) -> list[str]:
     )
     if len(links) != len(EDITIONS) - 1:
         problems.append(f"language switcher has {len(links)} links: {links}")
+    # its label: English and the edition's own script, never the other script (Sphinx
+    # hands templates the tag zh-TW, which once matched no edition and showed both)
+    label = visit.page.evaluate(
+        "() => document.querySelector('.tl-editions')?.getAttribute('aria-label')"
+    )
+    want_label = {
+        "": "Language · 语言 · 語言",
+        "zh_CN/": "Language · 语言",
+        "zh_TW/": "Language · 語言",
+    }
+    if label != want_label.get(edition, label):
+        problems.append(
+            f"language switcher labelled {label!r}, expected {want_label[edition]!r}"
+        )
     page = path[len(edition) :]
     for hreflang, href in links:
         target = urlsplit(href).path.lstrip("/")
