@@ -5,6 +5,8 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# every test run prints its slowest cells or tests, so a CI log says where the time goes
+DURATIONS := --durations=25 --durations-min=5
 
 .PHONY: setup lock test-fast fonts corpora language-models book catalogs serve lab lint test test-lib test-notebooks test-site bench clean
 
@@ -39,7 +41,7 @@ lock:
 ## every exercise solution also runs after its chapter, in the chapter's kernel (SOLUTIONS=1).
 # one torch thread per kernel, one kernel per core
 NBVAL := OMP_NUM_THREADS=1 PYDEVD_DISABLE_FILE_VALIDATION=1 $(PY) -m pytest --nbval-lax \
-	-n auto --dist loadfile -q -p no:cacheprovider
+	-n auto --dist loadfile -q -p no:cacheprovider $(DURATIONS)
 book: $(STAMP) fonts corpora
 	rm -rf _build/html _build/jupyter_execute _build/.jupyter_cache _build/.doctrees
 	$(NBVAL) $(if $(SOLUTIONS),--solutions) book/
@@ -110,7 +112,7 @@ SITE_TESTS := tests/test_site.py tests/test_site_files.py tests/test_live_widget
 
 # -n auto: pytest-xdist, one worker per core; one torch thread per worker
 test-lib: $(STAMP) corpora
-	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q -n auto $(addprefix --ignore=,$(SITE_TESTS))
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q -n auto $(DURATIONS) $(addprefix --ignore=,$(SITE_TESTS))
 
 ## make test-fast: the edit-test loop, about 2 minutes here: lint, then the library's tests,
 ## the checkers' and the build machinery's own tests, without executing the book, building
@@ -128,7 +130,7 @@ test-notebooks: $(STAMP) fonts corpora
 ## and the live widget in JupyterLab;
 ## three pytest-xdist workers, as a worker spends much of its time waiting on its browser
 test-site: $(STAMP)
-	$(PY) -m pytest -q -n 3 -p no:cacheprovider $(SITE_TESTS)
+	$(PY) -m pytest -q -n 3 -p no:cacheprovider $(DURATIONS) $(SITE_TESTS)
 
 ## make bench: every benchmarks/*.py (files starting with _ are helpers): speed and
 ## memory ratios, not part of make test. Runs them all, then fails if any missed its target.
