@@ -111,7 +111,7 @@ def test_glossary_links_point_at_chapters_that_exist():
         ("residual connection", "残差连接"),
         ("layer normalization (LayerNorm)", "层归一化"),
         ("positional encoding", "位置编码"),
-        ("KV cache", "KV缓存"),
+        ("KV cache", "KV 缓存"),
         ("grouped-query attention (GQA)", "分组查询注意力"),
         ("feed-forward network (FFN)", "前馈网络"),
         ("rotary position embedding (RoPE)", "旋转位置编码"),

@@ -45,6 +45,10 @@ _FRAMES = re.compile(r'class="tl-frames">(.*?)</script>', re.S)
         ("x = -3 and $x_1 = 2$", "x = {0} and $x_1 = 2$", ["-3"]),  # math kept whole
         ("GPT-2 has W1 and 2L", "GPT-2 has W1 and 2L", []),  # parts of names
         ("$\\sqrt{d_k} = 8$", "$\\sqrt{d_k} = 8$", []),
+        # a release is one slot, so a key does not change with an upgrade
+        ("torch 2.13.0+cpu, 3 rows", "torch {0}, {1} rows", ["2.13.0+cpu", "3"]),
+        ("with torch 2.14.1.", "with torch {0}.", ["2.14.1"]),
+        ("v1.2.3 and 1.2.3.4", "v1.2.3 and 1.2.3.4", []),
     ],
 )
 def test_a_key_takes_out_the_numbers_outside_math(text, key, numbers):

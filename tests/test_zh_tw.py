@@ -492,6 +492,7 @@ def test_glossary_traditional_column_is_taiwan_usage():
         want_article = ""
         if taiwan.uses_article_term(hans) and taiwan.article_wording(hans) != tw:
             want_article = taiwan.article_wording(hans)
-        if article != want_article:
+        # the article's own spacing: it writes KV緩存 where the book writes KV 缓存
+        if article.replace(" ", "") != want_article.replace(" ", ""):
             wrong.append(f"{term}: article {want_article!r}, glossary {article!r}")
     assert not wrong, "\n".join(wrong)

@@ -109,7 +109,7 @@ def cache_explorer(
         functools.partial(CacheFigure, weights=weights, labels=labels),
         {"step": list(range(1, T + 1)), "use_cache": [False, True]},
         defaults={"step": min(5, T)},
-        labels={"use_cache": "KV cache"},
+        labels={"step": "decoding step", "use_cache": "KV cache"},
         figsize=(6.4, 4.8),
         title="One greedy decoding step: what is computed, what is reused",
     )

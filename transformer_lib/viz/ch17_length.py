@@ -107,6 +107,7 @@ def extrapolation_explorer(
             "head": list(range(1, n_heads + 1)),
         },
         defaults={"positions": "rope"},
+        labels={"positions": "kind of positions"},
         figsize=(7.4, 6.2),
         dpi=80,
         title="Trained at length L, run at 2L: attention maps and accuracy by position",

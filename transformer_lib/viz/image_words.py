@@ -70,6 +70,9 @@ _NUMBER = re.compile(
     r"(?<![\w^-])(?<!\d\.)[-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
     r"(?:e[-+\u2212]?\d+)?(?!\w)(?!\.\d)"
 )
+# a release (torch 2.13.0+cpu) is one slot too, so no key changes with an upgrade
+_VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+){2}(?:\+\w+(?:\.\w+)*)?(?!\w)(?!\.\d)")
+_SLOTTED = re.compile(f"{_VERSION.pattern}|{_NUMBER.pattern}")
 _SLOT = re.compile(r"\{(\d+)\}")
 _LETTER = re.compile(r"[^\W\d_]")
 _SCIENTIFIC = re.compile(r"\d(?:\.\d+)?e[-+\u2212]?\d+")  # 1e-3: a number, not a word
@@ -104,7 +107,7 @@ def key_of(text: str) -> tuple[str, list[str]]:
         numbers.append(m.group(0))
         return f"{{{len(numbers) - 1}}}"
 
-    return _outside_math(text, lambda part: _NUMBER.sub(slot, part)), numbers
+    return _outside_math(text, lambda part: _SLOTTED.sub(slot, part)), numbers
 
 
 def has_words(text: str) -> bool:
