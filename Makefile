@@ -116,7 +116,7 @@ test-lib: $(STAMP) corpora
 ## the checkers' and the build machinery's own tests, without executing the book, building
 ## the site, or starting a browser, a notebook kernel or processes (the tests marked slow)
 test-fast: $(STAMP) corpora lint
-	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q -n auto -p no:cacheprovider -m "not slow" \
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests -q -n auto -p no:cacheprovider -m "not slow and not built" \
 		$(addprefix --ignore=,$(SITE_TESTS))
 
 ## every notebook and its exercise solutions, without building the site (make test does this as

@@ -301,6 +301,7 @@ def executed() -> list[tuple[str, dict]]:
     return found
 
 
+@pytest.mark.built  # the built book: not in make test-fast
 def test_the_images_catalog_has_exactly_the_words_the_figures_draw(executed):
     drawn = figures.image_words()
     catalog = {str(m.id) for m in read(ZH_CN / "images.po") if m.id}
@@ -333,6 +334,7 @@ def _page_frames(root: Path, page: str) -> set[str]:
     return set(FRAME_PNG.findall(text))
 
 
+@pytest.mark.built  # the built book: not in make test-fast
 def test_each_edition_shows_its_own_pictures_of_every_figure_with_words(executed):
     """Every picture with words that an English page shows (a static figure, or an
     interactive figure's frames) is, on each Chinese page, the picture drawn in that
@@ -417,6 +419,7 @@ def _th_texts(page: Path) -> set[str]:
     return {unescape(re.sub(r"<[^>]+>", "", m)).strip() for m in TH.findall(text)}
 
 
+@pytest.mark.built  # the built book: not in make test-fast
 def test_every_result_table_is_shown_in_each_editions_words(executed):
     """Every Markdown or HTML table a chapter prints carries, in the same output, its
     rendering in each edition (booktools.figures), in which no header, row label or

@@ -358,6 +358,7 @@ def test_the_zh_tw_catalogs_pass_the_scan(derived):
     assert not bad, f"{len(bad)} entries:\n" + "\n".join(bad[:60])
 
 
+@pytest.mark.built  # the built book: not in make test-fast
 def test_the_built_zh_tw_pages_pass_the_scan():
     """Every built zh_TW page: the forbidden strings, the mainland terms and N 位 for
     bits in its prose; a Simplified-only character anywhere it shows (the theme's
