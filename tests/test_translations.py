@@ -31,10 +31,13 @@ def read(path: Path):
 
 @pytest.fixture(scope="module")
 def pot_dir(tmp_path_factory) -> Path:
-    """The English messages of every page, extracted now (gettext builder)."""
+    """The English messages of every page, extracted now (gettext builder), from the
+    outputs in the last `make book`'s cache (with no cache, it executes every chapter):
+    the tests that read it are marked built."""
     return editions.extract(tmp_path_factory.mktemp("gettext"))
 
 
+@pytest.mark.built  # a gettext build over the build's cache: not in make test-fast
 def test_every_page_has_a_catalog_with_exactly_its_messages(pot_dir):
     pots = sorted(pot_dir.rglob("*.pot"))
     assert len(pots) >= len(NOTEBOOKS), pots
@@ -110,6 +113,7 @@ def test_conversion_leaves_markup_alone():
 
 
 # ------------------------------------------------------------ Chinese notebooks
+@pytest.mark.built  # a gettext build over the build's cache: not in make test-fast
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_translated_notebook_replaces_every_block_and_keeps_the_code(notebook, pot_dir):
     """With a stand-in catalog (every message marked), each message of the page is
