@@ -406,6 +406,7 @@ def test_every_theme_word_has_a_taiwan_entry():
 
 
 # --------------------------------------------------------- a changed English sentence
+@pytest.mark.slow  # sphinx-intl, a Python process: not in make test-fast
 def test_a_changed_sentence_reaches_zh_tw_as_a_fuzzy_seed_that_fails(tmp_path):
     """make catalogs' flow on catalogs of its own: the English sentence changes,
     sphinx-intl (as `make catalogs` runs it) keeps zh_CN's old text as fuzzy, the seed
