@@ -31,6 +31,7 @@ def pages() -> list[Path]:
     return sorted(p for p in SITE.rglob("*.html") if "_static" not in p.parts)
 
 
+@pytest.mark.built  # the built book: not in make test-fast
 @pytest.mark.skipif(not pages(), reason="the site is not built (make book)")
 def test_no_built_page_shows_a_python_warning():
     found = []

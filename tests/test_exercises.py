@@ -533,6 +533,7 @@ def test_reference_alibi_matches_transformers_bloom(n_heads, T):
     )
 
 
+@pytest.mark.slow  # a Python process: not in make test-fast
 def test_importing_the_checkers_is_quiet_and_needs_no_plotting():
     code = (
         "import sys, transformer_lib.exercises; "
@@ -697,6 +698,7 @@ def _upper_triangle(T_q, T_k=None):
     return torch.ones(T_q, T_k, dtype=torch.bool).triu()
 
 
+@pytest.mark.slow  # a Python process: not in make test-fast
 def test_a_checker_run_with_LANGUAGE_zh_TW_explains_a_mistake_in_traditional_chinese():
     code = (
         "import torch\n"

@@ -60,6 +60,7 @@ def test_corpora_are_large_and_disjoint(language_):
     assert sum(map(len, train)) > (300_000 if language_ == "zh" else 1_000_000)
 
 
+@pytest.mark.slow  # 50 training steps per model: not in make test-fast
 @pytest.mark.parametrize("name", NAMES)
 def test_first_50_steps_reproduce_the_log(name):
     """Re-run the first 50 steps from the seed: the losses are the logged ones, to

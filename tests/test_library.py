@@ -870,6 +870,7 @@ def test_other_bad_inputs_are_named():
 
 
 # ------------------------------------------------------------------------------ hygiene
+@pytest.mark.slow  # a Python process: not in make test-fast
 def test_quiet_import():
     code = (
         "import sys, torch\n"

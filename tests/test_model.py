@@ -570,6 +570,7 @@ def trained():
     return model, history
 
 
+@pytest.mark.slow  # a training run (about 15 s): not in make test-fast
 def test_train_reversal_reverses_unseen_sequences(trained):
     model, history = trained
     assert len(history["loss"]) == len(history["accuracy"]) == len(history["lr"]) == 300
@@ -585,6 +586,7 @@ def test_train_reversal_reverses_unseen_sequences(trained):
     assert (pred == src.flip(1)).float().mean().item() >= 0.99
 
 
+@pytest.mark.slow  # a training run (about 15 s): not in make test-fast
 def test_a_cross_attention_head_reads_the_mirrored_position(trained):
     """In at least one cross-attention head, >= 90% of output positions attend most to
     input T - 1 - i."""

@@ -13,6 +13,8 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
+
 from booktools import sphinx_ext, upstream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -244,6 +246,7 @@ def _exercise_titles(tmp_path, language: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", t).strip() for t in found]
 
 
+@pytest.mark.slow  # two Sphinx builds: not in make test-fast
 def test_exercise_and_solution_titles_in_each_edition(tmp_path):
     """sphinx-exercise builds a solution's title from its exercise's title node, which
     its own post-transform has rewritten by then on a translated page (the build

@@ -80,6 +80,7 @@ def test_check_fails_when_a_chapter_disagrees(tmp_path, monkeypatch):
     assert repository.main(["--check"]) == 1
 
 
+@pytest.mark.slow  # a Python process: not in make test-fast
 def test_the_command_runs():
     out = subprocess.run(
         [sys.executable, "-m", "booktools.repository", "--check"],

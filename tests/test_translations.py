@@ -31,10 +31,13 @@ def read(path: Path):
 
 @pytest.fixture(scope="module")
 def pot_dir(tmp_path_factory) -> Path:
-    """The English messages of every page, extracted now (gettext builder)."""
+    """The English messages of every page, extracted now (gettext builder), from the
+    outputs in the last `make book`'s cache (with no cache, it executes every chapter):
+    the tests that read it are marked built."""
     return editions.extract(tmp_path_factory.mktemp("gettext"))
 
 
+@pytest.mark.built  # a gettext build over the build's cache: not in make test-fast
 def test_every_page_has_a_catalog_with_exactly_its_messages(pot_dir):
     pots = sorted(pot_dir.rglob("*.pot"))
     assert len(pots) >= len(NOTEBOOKS), pots
@@ -110,6 +113,7 @@ def test_conversion_leaves_markup_alone():
 
 
 # ------------------------------------------------------------ Chinese notebooks
+@pytest.mark.built  # a gettext build over the build's cache: not in make test-fast
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_translated_notebook_replaces_every_block_and_keeps_the_code(notebook, pot_dir):
     """With a stand-in catalog (every message marked), each message of the page is
@@ -301,6 +305,7 @@ def executed() -> list[tuple[str, dict]]:
     return found
 
 
+@pytest.mark.built  # the built book: not in make test-fast
 def test_the_images_catalog_has_exactly_the_words_the_figures_draw(executed):
     drawn = figures.image_words()
     catalog = {str(m.id) for m in read(ZH_CN / "images.po") if m.id}
@@ -333,6 +338,7 @@ def _page_frames(root: Path, page: str) -> set[str]:
     return set(FRAME_PNG.findall(text))
 
 
+@pytest.mark.built  # the built book: not in make test-fast
 def test_each_edition_shows_its_own_pictures_of_every_figure_with_words(executed):
     """Every picture with words that an English page shows (a static figure, or an
     interactive figure's frames) is, on each Chinese page, the picture drawn in that
@@ -417,6 +423,7 @@ def _th_texts(page: Path) -> set[str]:
     return {unescape(re.sub(r"<[^>]+>", "", m)).strip() for m in TH.findall(text)}
 
 
+@pytest.mark.built  # the built book: not in make test-fast
 def test_every_result_table_is_shown_in_each_editions_words(executed):
     """Every Markdown or HTML table a chapter prints carries, in the same output, its
     rendering in each edition (booktools.figures), in which no header, row label or

@@ -74,6 +74,7 @@ def test_bad_controls_are_refused():
         Explorer(_draw, {"a": list(range(20)), "b": list(range(20))})
 
 
+@pytest.mark.slow  # every explorer built and redrawn: not in make test-fast
 def test_every_registered_explorer_builds_and_redraws():
     found = all_explorers()
     assert found, "no chapter registers an explorer"

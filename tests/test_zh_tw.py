@@ -358,6 +358,7 @@ def test_the_zh_tw_catalogs_pass_the_scan(derived):
     assert not bad, f"{len(bad)} entries:\n" + "\n".join(bad[:60])
 
 
+@pytest.mark.built  # the built book: not in make test-fast
 def test_the_built_zh_tw_pages_pass_the_scan():
     """Every built zh_TW page: the forbidden strings, the mainland terms and N 位 for
     bits in its prose; a Simplified-only character anywhere it shows (the theme's
@@ -405,6 +406,7 @@ def test_every_theme_word_has_a_taiwan_entry():
 
 
 # --------------------------------------------------------- a changed English sentence
+@pytest.mark.slow  # sphinx-intl, a Python process: not in make test-fast
 def test_a_changed_sentence_reaches_zh_tw_as_a_fuzzy_seed_that_fails(tmp_path):
     """make catalogs' flow on catalogs of its own: the English sentence changes,
     sphinx-intl (as `make catalogs` runs it) keeps zh_CN's old text as fuzzy, the seed

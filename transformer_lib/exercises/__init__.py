@@ -13,11 +13,12 @@ counts as "not attempted yet": the checker prints a hint and returns, so a noteb
 the exercise stubs in place still runs.
 
 Layout: one module per chapter (``ch03_softmax``, ``ch04_masks``, ... named as the
-chapter's notebook), ``harness`` for what they share (``Checker``, ``Mistake``,
-``Trial`` and the seeded inputs ``gen``, ``randn``) and ``compare`` for how tensors are
-compared and said in messages (``close``, ``first_mismatch``, ``shape``, ...). A chapter
-module imports what it uses from those two, by name. In a chapter module each
-checker is
+chapter's notebook), or per exercise where a chapter has several (``ch08_rope``,
+``ch16_rope_half``, ``ch19_bpe``), ``harness`` for what they share (``Checker``,
+``Mistake``, ``Trial`` and the seeded inputs ``gen``, ``randn``) and ``compare`` for how
+tensors are compared and said in messages (``close``, ``first_mismatch``, ``shape``,
+...). A chapter module imports what it uses from those two, by name. In a chapter
+module each checker is
 
 * a ``Trial`` subclass: one input (described in ``inputs``, passed as
   ``args``/``kwargs``), the library's answer ``want``, and the fields that the mistakes
@@ -51,15 +52,14 @@ from .ch03_softmax import check_softmax
 from .ch04_masks import check_causal_mask, check_padding_mask
 from .ch05_multi_head import check_multi_head_attention, check_repeat_kv
 from .ch07_add_and_norm import check_layer_norm
-from .ch08_positional_encoding import (
-    check_apply_rope,
-    check_sinusoidal_positional_encoding,
-)
+from .ch08_positional_encoding import check_sinusoidal_positional_encoding
+from .ch08_rope import check_apply_rope
 from .ch12_kv_cache import check_kv_cache_step
 from .ch13_flash_attention import check_online_attention
 from .ch14_decoder_only import check_causal_lm_loss
 from .ch15_sampling import check_top_k_filter, check_top_p_filter
-from .ch16_modern_block import check_apply_rope_half, check_rms_norm
+from .ch16_modern_block import check_rms_norm
+from .ch16_rope_half import check_apply_rope_half
 from .ch17_length_extrapolation import check_alibi_bias
 from .ch18_attention_across_processes import check_ring_step
 from .ch18_tensor_parallel import check_tensor_parallel_attention

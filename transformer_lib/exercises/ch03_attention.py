@@ -117,10 +117,6 @@ class AttentionTrial(Trial):
         return float(scores.abs().max() / math.sqrt(self.d_k))
 
     @cached_property
-    def weights_not_finite_at(self) -> tuple[int, ...]:
-        return first_index(~torch.isfinite(self.got_w))
-
-    @cached_property
     def dead_rows_uniform(self) -> bool:
         row_w = self.got_w[self.dead]  # (n_dead, T_k)
         return close(row_w, torch.full_like(row_w, 1.0 / self.T_k), atol=1e-4)

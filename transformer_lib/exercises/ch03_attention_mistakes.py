@@ -8,7 +8,7 @@ import math
 import torch
 
 from ..attention import attention_scores, softmax
-from .compare import close, finite, where
+from .compare import close, where
 from .harness import Mistake
 from .language import N_, _
 
@@ -186,17 +186,10 @@ ATTENTION_MISTAKES = [
             " do)"
         ),
     ),
-    Mistake(  # catch-all for inf or NaN in the weights
-        None,
-        lambda t: t.not_finite and not finite(t.got_w),
-        lambda t: _(
-            "your weights{index} are {got:.4g} for {inputs}; expected {want:.4g}"
-        ).format(
-            index=where(t.weights_not_finite_at),
-            got=t.got_w[t.weights_not_finite_at],
-            inputs=t.inputs,
-            want=t.want_w[t.weights_not_finite_at],
-        ),
+    Mistake.not_finite(  # inf or NaN in the weights
+        N_("your weights{index} are {got:.4g} for {inputs}; expected {want:.4g}"),
+        attr="got_w",
+        want="want_w",
     ),
     Mistake(  # catch-all for inf or NaN in the output
         None,

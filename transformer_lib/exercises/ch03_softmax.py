@@ -8,7 +8,7 @@ from functools import cached_property
 import torch
 
 from ..attention import softmax
-from .compare import close, finite, first_index, first_mismatch, row, where
+from .compare import close, finite, first_mismatch, row, where
 from .harness import Checker, Mistake, Trial, gen, randn
 from .language import N_, _
 
@@ -44,10 +44,6 @@ class SoftmaxTrial(Trial):
     @cached_property
     def largest_logit(self) -> float:
         return float(self.x[torch.isfinite(self.x)].abs().max())
-
-    @cached_property
-    def not_finite_at(self) -> tuple[int, ...]:
-        return first_index(~torch.isfinite(self.got))
 
     @cached_property
     def ignores_dim(self) -> bool:
@@ -181,17 +177,8 @@ SOFTMAX_MISTAKES = [
             " exp(0) = 1"
         ),
     ),
-    Mistake(  # catch-all for inf or NaN
-        None,
-        lambda t: not finite(t.got),
-        lambda t: _(
-            "your output{index} is {got:.4g} for {inputs}; expected {want:.4g}"
-        ).format(
-            index=where(t.not_finite_at),
-            got=t.got[t.not_finite_at],
-            inputs=t.inputs,
-            want=t.want[t.not_finite_at],
-        ),
+    Mistake.not_finite(
+        N_("your output{index} is {got:.4g} for {inputs}; expected {want:.4g}")
     ),
     Mistake(
         softmax_ignores_dim,

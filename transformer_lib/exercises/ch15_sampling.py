@@ -136,32 +136,40 @@ def top_k_renormalised_logits(logits, k):
     return kept - torch.logsumexp(kept, dim=-1, keepdim=True)  # log-probabilities
 
 
+def _not_filtered_logits(zero_fill, probabilities) -> list[Mistake]:
+    """The rows both filters' tables open with: the result is not logits of the
+    input's shape with -inf outside the kept set (``zero_fill`` and ``probabilities``:
+    that filter's learner who fills with 0, and who returns the probabilities)."""
+    return [
+        Mistake.not_a_tensor(N_("your output for {inputs}")),
+        Mistake.wrong_shape(
+            N_("your output"),
+            N_(
+                "a filter returns logits of the input's shape, with -inf outside the"
+                " kept set"
+            ),
+        ),
+        Mistake(
+            zero_fill,
+            lambda t: t.zeros_for_inf,
+            N_(
+                "for {inputs}, the dropped tokens hold 0: a logit of 0 still has"
+                " probability e^0 / Z > 0 after the softmax; fill them with -inf"
+            ),
+        ),
+        Mistake(
+            probabilities,
+            lambda t: t.probabilities,
+            N_(
+                "for {inputs}, you returned probabilities; the filter returns logits"
+                " (-inf outside the kept set), and the softmax comes after it"
+            ),
+        ),
+    ]
+
+
 TOP_K_MISTAKES = [
-    Mistake.not_a_tensor(N_("your output for {inputs}")),
-    Mistake.wrong_shape(
-        N_("your output"),
-        N_(
-            "a filter returns logits of the input's shape, with -inf outside the kept"
-            " set"
-        ),
-    ),
-    Mistake(
-        top_k_zero_fill,
-        lambda t: t.zeros_for_inf,
-        N_(
-            "for {inputs}, the dropped tokens hold 0: a logit of 0 still has"
-            " probability"
-            " e^0 / Z > 0 after the softmax; fill them with -inf"
-        ),
-    ),
-    Mistake(
-        top_k_probabilities,
-        lambda t: t.probabilities,
-        N_(
-            "for {inputs}, you returned probabilities; the filter returns logits (-inf"
-            " outside the kept set), and the softmax comes after it"
-        ),
-    ),
+    *_not_filtered_logits(top_k_zero_fill, top_k_probabilities),
     Mistake(
         top_k_renormalised_logits,
         lambda t: t.same_set_changed_values,
@@ -308,31 +316,7 @@ def top_p_probabilities(logits, p):
 
 
 TOP_P_MISTAKES = [
-    Mistake.not_a_tensor(N_("your output for {inputs}")),
-    Mistake.wrong_shape(
-        N_("your output"),
-        N_(
-            "a filter returns logits of the input's shape, with -inf outside the kept"
-            " set"
-        ),
-    ),
-    Mistake(
-        top_p_zero_fill,
-        lambda t: t.zeros_for_inf,
-        N_(
-            "for {inputs}, the dropped tokens hold 0: a logit of 0 still has"
-            " probability"
-            " e^0 / Z > 0 after the softmax; fill them with -inf"
-        ),
-    ),
-    Mistake(
-        top_p_probabilities,
-        lambda t: t.probabilities,
-        N_(
-            "for {inputs}, you returned probabilities; the filter returns logits (-inf"
-            " outside the kept set), and the softmax comes after it"
-        ),
-    ),
+    *_not_filtered_logits(top_p_zero_fill, top_p_probabilities),
     Mistake(
         top_p_drops_the_crossing_token,
         lambda t: close(t.got, _top_p_variant(t.logits, t.param, crossing=True)),

@@ -18,7 +18,17 @@ from typing import Any
 
 import torch
 
-from .compare import ATOL, RTOL, close, first_mismatch, num, shape, where
+from .compare import (
+    ATOL,
+    RTOL,
+    close,
+    finite,
+    first_index,
+    first_mismatch,
+    num,
+    shape,
+    where,
+)
 from .language import N_, _, edition_mime, speaking, twin_languages
 
 NOT_ATTEMPTED_HINT = N_(
@@ -180,6 +190,23 @@ class Mistake:
         return cls(
             example, lambda t: getattr(t, attr).shape != getattr(t, want).shape, message
         )
+
+    @classmethod
+    def not_finite(
+        cls, template: str, attr: str = "got", want: str = "want"
+    ) -> Mistake:
+        """Catch-all: ``trial.<attr>`` holds an inf or a NaN. ``template`` says the
+        first such element (``{index}``, ``{got}``) and the value due there
+        (``{want}``, from ``trial.<want>``) for ``{inputs}``."""
+
+        def message(t: Trial) -> str:
+            got = getattr(t, attr)
+            at = first_index(~torch.isfinite(got))
+            return _(template).format(
+                index=where(at), got=got[at], inputs=t.inputs, want=getattr(t, want)[at]
+            )
+
+        return cls(None, lambda t: not finite(getattr(t, attr)), message)
 
     @classmethod
     def mismatch(

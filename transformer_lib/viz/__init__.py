@@ -14,7 +14,9 @@ Generic drawing, one concern per module:
   one-attention-map figure;
 * ``source``: ``show_source``, the library's own code in a chapter;
 * ``image_words``: the words drawn inside the pictures, drawn again in each Chinese
-  edition's language while the book builds (or in a Chinese notebook's language).
+  edition's language while the book builds (or in a Chinese notebook's language); a
+  text's catalog key in ``word_keys``, a figure's words swapped in ``figure_words``, a
+  printed result table's in ``table_words``.
 
 Each chapter's interactive figures (LiveFigure classes) live in a module ``chNN_*.py``
 of this package that declares them in ``EXPLORERS`` (name -> factory), so that

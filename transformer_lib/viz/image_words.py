@@ -7,11 +7,11 @@ that language's font, right after the English picture is drawn (the data, the la
 code and the kernel's state are the same; only the words differ). Which languages,
 their words and their fonts are the caller's: this module knows none of them.
 
-The translations are a table ``{key: translation}`` per language. A text's key is the
-text with every number outside ``$...$`` written as ``{0}``, ``{1}``, ...:
-``"P after 40 training steps"`` has the key ``"P after {0} training steps"``, whose
-translation ``"训练 {0} 步后的 P"`` gets the numbers back. Text with no letter outside
-math and numbers (tick values, ``$\\sqrt{d_k}$``) has no words, and is never looked up.
+The translations are a table ``{key: translation}`` per language, looked up by each
+text's key (:mod:`.word_keys`: its numbers written as ``{0}``, ``{1}``, ...). A figure's
+texts are swapped by :class:`~.figure_words.Words`, a result table's cells by
+:func:`~.table_words.table_in_language`; this module decides when, and in which
+languages, and carries the results in the outputs.
 
 Two uses:
 
@@ -32,8 +32,7 @@ A printed result table (a Markdown table shown with ``IPython.display.Markdown``
 HTML ``<table>`` shown with ``HTML``) is words too: while the book is built, it is
 written again per language (``text/vnd.tl.zh_CN+markdown``, ``text/vnd.tl.zh_CN+html``)
 with each header, row label and line around it that has words looked up in the same
-table, by the same keys (:func:`table_in_language`); numbers, ``$...$`` math and
-inline `code` stay as they are.
+table, by the same keys (:mod:`.table_words`).
 
 A figure shown inline becomes a PNG through IPython's ``image/png`` display formatter;
 :class:`PNGInWords`, a subclass of it put in its place, draws a translated notebook's
@@ -46,279 +45,47 @@ extension points.
 from __future__ import annotations
 
 import base64
-import contextlib
 import functools
-import logging
-import re
-import warnings
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..exercises.language import edition_mime, say_also_in
+from .figure_words import FALLBACK, Words, drawn_in, every_glyph_drawn, font_family
+from .table_words import is_table, table_cells, table_has_words, table_in_language
+from .word_keys import has_words, key_of, translate
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-# a language's font draws the Latin letters and digits of a translated text too (a CJK
-# font has them), math is drawn by matplotlib's own fonts
-FALLBACK = "DejaVu Sans"  # matplotlib's own default, for any glyph the CJK font lacks
-
-_MATH = re.compile(r"\$[^$]*\$")
-# a number that stands alone: not part of a name (W1, GPT-2, x_3), not an exponent
-_NUMBER = re.compile(
-    r"(?<![\w^-])(?<!\d\.)[-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-    r"(?:e[-+\u2212]?\d+)?(?!\w)(?!\.\d)"
-)
-# a release (torch 2.13.0+cpu) is one slot too, so no key changes with an upgrade
-_VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+){2}(?:\+\w+(?:\.\w+)*)?(?!\w)(?!\.\d)")
-_SLOTTED = re.compile(f"{_VERSION.pattern}|{_NUMBER.pattern}")
-_SLOT = re.compile(r"\{(\d+)\}")
-_LETTER = re.compile(r"[^\W\d_]")
-_SCIENTIFIC = re.compile(r"\d(?:\.\d+)?e[-+\u2212]?\d+")  # 1e-3: a number, not a word
+__all__ = [
+    # the two uses, and what the build's outputs are made of
+    "render_editions",
+    "use_image_words",
+    "live_words",
+    "editions",
+    "edition_words",
+    "edition_bundle",
+    "edition_pictures",
+    # imported from where they are written, as callers know them here
+    "edition_mime",
+    "FALLBACK",
+    "Words",
+    "drawn_in",
+    "every_glyph_drawn",
+    "font_family",
+    "is_table",
+    "table_cells",
+    "table_has_words",
+    "table_in_language",
+    "has_words",
+    "key_of",
+    "translate",
+]
 
 # language -> (the table of the words in pictures, their font, the table of the words
 # of the HTML blocks: see static.PageWords)
 _EDITIONS: dict[str, tuple[dict[str, str], str, dict[str, str]]] = {}
 _LIVE: dict[str, Any] = {}  # {"language": ..., "table": ..., "font": ...}
-
-
-# kept as they are in a key: math, and inline code (a result table's `-1e9`)
-_LITERAL = re.compile(r"\$[^$]*\$|`[^`]*`")
-
-
-def _outside_math(text: str, change) -> str:
-    """``text`` with ``change`` applied to the parts outside ``$...$`` and inline
-    `code`."""
-    out, pos = [], 0
-    for m in _LITERAL.finditer(text):
-        out.append(change(text[pos : m.start()]))
-        out.append(m.group(0))
-        pos = m.end()
-    out.append(change(text[pos:]))
-    return "".join(out)
-
-
-def key_of(text: str) -> tuple[str, list[str]]:
-    """(the catalog key of ``text``, the numbers it took out, in order)."""
-    numbers: list[str] = []
-
-    def slot(m: re.Match) -> str:
-        numbers.append(m.group(0))
-        return f"{{{len(numbers) - 1}}}"
-
-    return _outside_math(text, lambda part: _SLOTTED.sub(slot, part)), numbers
-
-
-def has_words(text: str) -> bool:
-    """Whether ``text`` has a letter outside math: something to translate."""
-    return bool(_LETTER.search(_SCIENTIFIC.sub("", _MATH.sub("", text))))
-
-
-def translate(text: str, table: dict[str, str]) -> str | None:
-    """``text`` in the table's language, its numbers put back; None if the table
-    lacks its key."""
-    key, numbers = key_of(text)
-    found = table.get(key)
-    if found is None:
-        return None
-
-    def fill(part: str) -> str:
-        return _SLOT.sub(lambda m: numbers[int(m.group(1))], part)
-
-    return _outside_math(found, fill)
-
-
-@functools.cache
-def font_family(name: str) -> tuple[str, str]:
-    """The font family list for words in the font ``name``; a clear error if this
-    machine lacks the font (matplotlib's font list may predate its installation: the
-    system's CJK fonts are then added to it)."""
-    from matplotlib import font_manager
-
-    manager = font_manager.fontManager
-    if not any(f.name == name for f in manager.ttflist):
-        for path in font_manager.findSystemFonts():
-            if "CJK" in Path(path).name:
-                manager.addfont(path)
-    if not any(f.name == name for f in manager.ttflist):
-        raise RuntimeError(
-            f"the figures' words are to be drawn in the font {name!r}, which this"
-            " machine lacks: install it (Debian: apt-get install fonts-noto-cjk)"
-        )
-    return (name, FALLBACK)
-
-
-def _tick_labels(fig: Figure) -> set:
-    """The figure's tick labels: numbers, or the tokens of an example sentence, which
-    are data and stay as they are."""
-    out = set()
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            for tick in [*axis.majorTicks, *axis.minorTicks]:
-                out.update((tick.label1, tick.label2))
-    return out
-
-
-class Words:
-    """Swaps a figure's texts into one language, and back.
-
-    ``apply(fig)`` translates every visible text the table has (a text already
-    translated is left alone), and records the key of every English text with words it
-    saw, translated or not, in ``seen``. ``restore()`` puts back the English text and
-    font of every artist it changed that still exists.
-    """
-
-    def __init__(self, language: str, table: dict[str, str], font: str) -> None:
-        self.language, self.table = language, table
-        self.family = list(font_family(font))
-        self.seen: dict[str, None] = {}  # keys, in the order first drawn
-        self._before: dict[Any, tuple[str, list[str]]] = {}
-        self._done: dict[Any, str] = {}  # artist -> the translation it was given
-        # axis -> (its English tick formatter, the one translating it, its font)
-        self._ticks: dict[Any, tuple[Any, Any, list[str]]] = {}
-
-    def _tick_words(self, label: str) -> str:
-        """A tick label in the language when it is words with numbers (``layer 1,
-        head 2``, ``keys 0–3``, ``digit 3``); as it is otherwise: a tick label with no
-        number outside math (a token of an example sentence) is data."""
-        key, numbers = key_of(label)
-        if not numbers or not has_words(label):
-            return label
-        self.seen[key] = None
-        return translate(label, self.table) or label
-
-    def _apply_ticks(self, fig: Figure) -> None:
-        """Each axis whose tick labels have words gets a formatter that writes the
-        labels of its own formatter in the language (matplotlib writes the labels
-        anew at every draw, from the axis' formatter)."""
-        from matplotlib.ticker import Formatter
-
-        words = self
-
-        class InLanguage(Formatter):
-            def __init__(self, english: Formatter) -> None:
-                self.english = english
-
-            def __call__(self, x, pos=None):
-                return words._tick_words(str(self.english(x, pos)))
-
-            def format_ticks(self, values):
-                return [
-                    words._tick_words(str(t)) for t in self.english.format_ticks(values)
-                ]
-
-        for ax in fig.axes:
-            for axis in (ax.xaxis, ax.yaxis):
-                english = axis.get_major_formatter()
-                if axis in self._ticks and self._ticks[axis][1] is english:
-                    continue
-                labels = [
-                    str(t) for t in english.format_ticks(axis.get_majorticklocs())
-                ]
-                if [self._tick_words(t) for t in labels] == labels:
-                    continue
-                ticks = axis.get_major_ticks()
-                family = ticks[0].label1.get_fontfamily() if ticks else []
-                was = self._ticks.get(axis)
-                ours = InLanguage(english)
-                self._ticks[axis] = (english, ours, was[2] if was else list(family))
-                default = axis.isDefault_majfmt
-                axis.set_major_formatter(ours)
-                axis.isDefault_majfmt = default
-                axis.set_tick_params(labelfontfamily=self.family)
-
-    def _restore_ticks(self) -> None:
-        for axis, (english, ours, family) in self._ticks.items():
-            if axis.get_major_formatter() is ours:  # not given new labels since
-                default = axis.isDefault_majfmt
-                axis.set_major_formatter(english)
-                axis.isDefault_majfmt = default
-            axis.set_tick_params(labelfontfamily=family or None)
-        self._ticks.clear()
-
-    def apply(self, fig: Figure) -> None:
-        from matplotlib.text import Text
-
-        ticks = _tick_labels(fig)
-        for artist in fig.findobj(Text):
-            text = artist.get_text()
-            if (
-                not text
-                or artist in ticks
-                or self._done.get(artist) == text
-                or not has_words(text)
-            ):
-                continue
-            self.seen[key_of(text)[0]] = None
-            new = translate(text, self.table)
-            if new is None:
-                continue
-            if artist not in self._before:
-                self._before[artist] = (text, artist.get_fontfamily())
-            artist.set_text(new)
-            artist.set_fontfamily(self.family)
-            self._done[artist] = new
-        self._apply_ticks(fig)
-
-    def restore(self) -> None:
-        self._restore_ticks()
-        for artist, (text, family) in self._before.items():
-            if self._done.get(artist) == artist.get_text():  # not redrawn since
-                artist.set_text(text)
-            artist.set_fontfamily(family)
-        self._before.clear()
-        self._done.clear()
-
-    @contextlib.contextmanager
-    def drawn(self, fig: Figure) -> Iterator[Words]:
-        """Within the block, ``fig``'s texts are in this language; English after."""
-        self.apply(fig)
-        try:
-            yield self
-        finally:
-            self.restore()
-
-
-def drawn_in(fig: Figure, language: str, table: dict[str, str], font: str):
-    """Within the block, ``fig``'s texts are in ``language``; English again after."""
-    return Words(language, table, font).drawn(fig)
-
-
-class _Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
-@contextlib.contextmanager
-def every_glyph_drawn(language: str) -> Iterator[None]:
-    """Fail if a glyph of the block's drawing is missing from its fonts (matplotlib
-    would draw a box in its place, and say so in a warning or a log line); other
-    warnings pass through."""
-    records = _Records()
-    logger = logging.getLogger("matplotlib")
-    logger.addHandler(records)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            yield
-    finally:
-        logger.removeHandler(records)
-    missing = [m for m in records.messages if "glyph" in m.lower()]
-    for w in caught:
-        if "glyph" in str(w.message).lower():
-            missing.append(str(w.message))
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    if missing:
-        raise RuntimeError(
-            f"the {language} words of a figure use glyphs its fonts lack: "
-            + "; ".join(dict.fromkeys(missing))
-        )
 
 
 # ------------------------------------------------------------------ the two uses
@@ -475,114 +242,6 @@ def _figure_in_editions(fig: Figure):
         data.update(editions[0])
         metadata.update(editions[1])
     return data, metadata
-
-
-# ------------------------------------------------------------------ result tables
-_MD_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_MD_RULE = re.compile(r"^\s*\|(?:\s*:?-+:?\s*\|)+\s*$")
-_HTML_CELL = re.compile(r"(<t[hd]\b[^>]*>)([^<]*)(</t[hd]>)")
-
-
-# what a table cell holds that is not words: inline code, a name with a dot or an
-# underscore (tl.GPT, top_k, decoder_self), a measured number with its unit (2.8x,
-# 16 KiB, 67.1 M), a one-letter symbol (P, T, τ)
-_NOT_WORDS = re.compile(
-    r"`[^`]*`|\b[^\W\d_]\w*(?:[._]\w+)+|"
-    r"\d[\d.,]*\s*(?:x|KiB|MiB|GiB|M|G|ms)(?!\w)"
-)
-_WORD = re.compile(r"[^\W\d_]{2,}")
-
-
-def table_has_words(text: str) -> bool:
-    """Whether a table cell (or a line around a table) has words: two letters in a
-    row outside math, numbers, inline `code`, dotted or underscored names and
-    measured numbers with their units (``2.8x``, ``16 KiB``)."""
-    return bool(_WORD.search(_NOT_WORDS.sub(" ", _MATH.sub(" ", text))))
-
-
-def _md_cells(line: str) -> list[str]:
-    """A Markdown table row split at its ``|``s (not at one inside inline `code` or
-    ``$math$``), the text before the first and after the last included."""
-    cells, current, code, math = [], [], False, False
-    for i, ch in enumerate(line):
-        if ch == "`" and not math:
-            code = not code
-        elif ch == "$" and not code:
-            math = not math
-        elif ch == "|" and not code and not math and (i == 0 or line[i - 1] != "\\"):
-            cells.append("".join(current))
-            current = []
-            continue
-        current.append(ch)
-    cells.append("".join(current))
-    return cells
-
-
-def is_table(text: str, mime: str) -> bool:
-    """Whether a Markdown or HTML output holds a result table."""
-    if mime == "text/html":
-        return "<table" in text
-    lines = text.splitlines()
-    return "```" not in text and any(_MD_RULE.match(line) for line in lines)
-
-
-def table_cells(text: str, mime: str) -> list[tuple[bool, str]]:
-    """(whether it is a header, its text) of every cell of a result table, and of
-    every line around it, in order: what :func:`table_in_language` looks up."""
-    if mime == "text/html":
-        import html
-
-        return [
-            (m.group(1).startswith("<th"), html.unescape(m.group(2)).strip())
-            for m in _HTML_CELL.finditer(text)
-        ]
-    out, header = [], True
-    for line in text.split("\n"):
-        if _MD_RULE.match(line):
-            header = False
-        elif _MD_ROW.match(line):
-            out += [(header, c.strip()) for c in _md_cells(line)[1:-1]]
-        elif line.strip():
-            out.append((False, line.strip()))
-    return out
-
-
-def table_in_language(
-    text: str, mime: str, table: dict[str, str], seen: dict[str, None]
-) -> str:
-    """A result table (``mime``: ``text/markdown`` or ``text/html``) with every cell
-    and line with words in the table's language, as :func:`translate` gives it (its
-    numbers put back); a cell the table lacks stays as it is. The key of every cell
-    with words goes into ``seen``."""
-
-    def words(cell: str) -> str:
-        stripped = cell.strip()
-        if not stripped or not table_has_words(stripped):
-            return cell
-        seen[key_of(stripped)[0]] = None
-        new = translate(stripped, table)
-        if new is None:
-            return cell
-        start = cell.index(stripped)
-        return cell[:start] + new + cell[start + len(stripped) :]
-
-    if mime == "text/html":
-        import html
-
-        def cell(m: re.Match) -> str:
-            inner = words(html.unescape(m.group(2)))
-            return m.group(1) + html.escape(inner, quote=False) + m.group(3)
-
-        return _HTML_CELL.sub(cell, text)
-    out = []
-    for line in text.split("\n"):
-        if _MD_RULE.match(line):
-            out.append(line)
-        elif _MD_ROW.match(line):
-            out.append("|".join(words(c) for c in _md_cells(line)))
-        else:
-            out.append(words(line))
-    return "\n".join(out)
 
 
 def _table_in_editions(obj):
