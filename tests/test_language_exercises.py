@@ -1,7 +1,7 @@
 """The language chapter's checkers (transformer_lib/exercises/ch19_language.py): each
 accepts the reference and another correct answer, and answers every mistake of its
 catalogue with that mistake's own row (that part in tests/test_exercises.py's catalogue,
-which takes ch19_language.CHECKERS until a chapter calls them)."""
+with every exported checker; chapter 19 calls them)."""
 
 from __future__ import annotations
 

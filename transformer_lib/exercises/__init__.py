@@ -1,4 +1,4 @@
-"""Checkers for the book's implementation exercises (chapters 3-17).
+"""Checkers for the book's implementation exercises (chapters 3-19).
 
 Each ``check_<name>(candidate)`` runs the learner's function on several seeded inputs,
 edge cases included, and compares it with the library's own ``tl.<name>``:
@@ -63,6 +63,11 @@ from .ch16_modern_block import check_apply_rope_half, check_rms_norm
 from .ch17_length_extrapolation import check_alibi_bias
 from .ch18_attention_across_processes import check_ring_step
 from .ch18_tensor_parallel import check_tensor_parallel_attention
+from .ch19_language import (
+    check_bits_per_char,
+    check_bpe_merge_step,
+    check_induction_score,
+)
 
 __all__ = [
     "check_softmax",
@@ -84,4 +89,7 @@ __all__ = [
     "check_alibi_bias",
     "check_ring_step",
     "check_tensor_parallel_attention",
+    "check_bpe_merge_step",
+    "check_bits_per_char",
+    "check_induction_score",
 ]

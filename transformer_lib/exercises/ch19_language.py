@@ -1,10 +1,8 @@
 """The language chapter: one BPE merge step, bits per character from the logits, and
 a head's induction score.
 
-These checkers are ready for the chapter on the two language models (issue 29); they
-join ``transformer_lib.exercises.__all__`` with the chapter cells that call them
-(tests/test_exercises.py requires a calling cell for every exported checker), and
-tests/test_language_exercises.py runs their catalogue meanwhile.
+Chapter 19 (book/19_language.ipynb) calls them; tests/test_language_exercises.py
+checks each against a second correct answer.
 """
 
 from __future__ import annotations
