@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 import transformer_lib as tl
 from transformer_lib import exercises as ex
+from transformer_lib.exercises import ch19_heads
 from transformer_lib.exercises import ch19_language as ch19
 from transformer_lib.exercises.harness import NOT_ATTEMPTED_HINT
 
@@ -377,7 +378,7 @@ CORRECT = [
     ),
     (ex.check_bpe_merge_step, ch19.reference_bpe_merge_step),
     (ex.check_bits_per_char, ch19.reference_bits_per_char),
-    (ex.check_induction_score, ch19.reference_induction_score),
+    (ex.check_induction_score, ch19_heads.reference_induction_score),
 ]
 
 

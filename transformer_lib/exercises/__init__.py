@@ -63,11 +63,8 @@ from .ch16_modern_block import check_apply_rope_half, check_rms_norm
 from .ch17_length_extrapolation import check_alibi_bias
 from .ch18_attention_across_processes import check_ring_step
 from .ch18_tensor_parallel import check_tensor_parallel_attention
-from .ch19_language import (
-    check_bits_per_char,
-    check_bpe_merge_step,
-    check_induction_score,
-)
+from .ch19_heads import check_induction_score
+from .ch19_language import check_bits_per_char, check_bpe_merge_step
 
 __all__ = [
     "check_softmax",
