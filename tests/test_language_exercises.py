@@ -16,6 +16,13 @@ from transformer_lib.exercises import ch19_language as ch
 from transformer_lib.tokens import _merge_word
 
 
+@pytest.fixture(autouse=True)
+def english(monkeypatch):
+    """The checkers speak gettext's language: these tests read their English,
+    whatever language a test before them left set."""
+    monkeypatch.setenv("LANGUAGE", "en")
+
+
 def merge_step_with_the_library(words, counts, new_id):
     """The library's own pieces: tokens._merge_word (the trainer's merge) and counts
     kept as BpeTrainer keeps them."""
