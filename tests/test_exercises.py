@@ -18,7 +18,8 @@ import torch.nn.functional as F
 
 import transformer_lib as tl
 from transformer_lib import exercises as ex
-from transformer_lib.exercises import ch19_language
+from transformer_lib.exercises import ch19_induction
+from transformer_lib.exercises import ch19_language as ch19
 from transformer_lib.exercises.harness import NOT_ATTEMPTED_HINT
 
 NEG_INF = float("-inf")
@@ -36,12 +37,8 @@ def english(monkeypatch):
 # The catalogue: every known mistake of every checker's table
 # --------------------------------------------------------------------------------------
 
-# the language chapter's checkers join the catalogue before a chapter calls them
 CATALOGUE = [
-    (checker, row)
-    for checker in [*CHECKERS, *ch19_language.CHECKERS]
-    for row in checker.mistakes
-    if row.example
+    (checker, row) for checker in CHECKERS for row in checker.mistakes if row.example
 ]
 
 
@@ -379,6 +376,9 @@ CORRECT = [
         ex.check_tensor_parallel_attention,
         ex.ch18_tensor_parallel.reference_tp_attention,
     ),
+    (ex.check_bpe_merge_step, ch19.reference_bpe_merge_step),
+    (ex.check_bits_per_char, ch19.reference_bits_per_char),
+    (ex.check_induction_score, ch19_induction.reference_induction_score),
 ]
 
 

@@ -1,7 +1,8 @@
-"""The language chapter's checkers (transformer_lib/exercises/ch19_language.py): each
-accepts the reference and another correct answer, and answers every mistake of its
-catalogue with that mistake's own row (that part in tests/test_exercises.py's catalogue,
-which takes ch19_language.CHECKERS until a chapter calls them)."""
+"""The language chapter's checkers (transformer_lib/exercises/ch19_bpe.py, ch19_bits.py
+and ch19_induction.py, re-exported by ch19_language.py): each accepts the reference and
+another correct answer, and answers every mistake of its catalogue with that mistake's
+own row (that part in tests/test_exercises.py's catalogue, with every exported checker;
+chapter 19 calls them)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,16 @@ import math
 import pytest
 import torch
 
+from transformer_lib.exercises import ch19_induction
 from transformer_lib.exercises import ch19_language as ch
 from transformer_lib.tokens import _merge_word
+
+
+@pytest.fixture(autouse=True)
+def english(monkeypatch):
+    """The checkers speak gettext's language: these tests read their English,
+    whatever language a test before them left set."""
+    monkeypatch.setenv("LANGUAGE", "en")
 
 
 def merge_step_with_the_library(words, counts, new_id):
@@ -42,7 +51,7 @@ CORRECT = [
     (ch.check_bpe_merge_step, merge_step_with_the_library),
     (ch.check_bits_per_char, ch.reference_bits_per_char),
     (ch.check_bits_per_char, bits_via_cross_entropy),
-    (ch.check_induction_score, ch.reference_induction_score),
+    (ch.check_induction_score, ch19_induction.reference_induction_score),
     (ch.check_induction_score, induction_via_diagonal),
 ]
 

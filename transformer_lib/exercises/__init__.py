@@ -1,4 +1,4 @@
-"""Checkers for the book's implementation exercises (chapters 3-17).
+"""Checkers for the book's implementation exercises (chapters 3-19).
 
 Each ``check_<name>(candidate)`` runs the learner's function on several seeded inputs,
 edge cases included, and compares it with the library's own ``tl.<name>``:
@@ -63,6 +63,9 @@ from .ch16_rope_half import check_apply_rope_half
 from .ch17_length_extrapolation import check_alibi_bias
 from .ch18_attention_across_processes import check_ring_step
 from .ch18_tensor_parallel import check_tensor_parallel_attention
+from .ch19_bits import check_bits_per_char
+from .ch19_bpe import check_bpe_merge_step
+from .ch19_induction import check_induction_score
 
 __all__ = [
     "check_softmax",
@@ -84,4 +87,7 @@ __all__ = [
     "check_alibi_bias",
     "check_ring_step",
     "check_tensor_parallel_attention",
+    "check_bpe_merge_step",
+    "check_bits_per_char",
+    "check_induction_score",
 ]
