@@ -99,20 +99,7 @@ def test_model_beats_the_baselines(name):
     assert bpc["model"] < bpc["bigram"] < bpc["unigram"]
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "lm_zh",
-        pytest.param(
-            "lm_en",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="800 steps on a loaded machine: 6% below the bigram; "
-                "needs a longer run (issue 29)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("name", NAMES)
 def test_model_beats_the_bigram_clearly(name):
     """Clearly: at least 10% fewer bits per character than the smoothed bigram."""
     bpc = log_of(name)["bits_per_char"]

@@ -69,7 +69,7 @@ RECIPES = {
     ),
     "lm_en": Recipe(
         "lm_en", "en", d_model=96, n_layers=3, n_heads=4, d_ff=256, context=64,
-        steps=800, batch_size=16, lr=3e-3, bpe_vocab=1024,
+        steps=4000, batch_size=16, lr=3e-3, bpe_vocab=1024,
     ),
 }  # fmt: skip
 
