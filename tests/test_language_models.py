@@ -104,3 +104,45 @@ def test_model_beats_the_bigram_clearly(name):
     """Clearly: at least 10% fewer bits per character than the smoothed bigram."""
     bpc = log_of(name)["bits_per_char"]
     assert bpc["model"] < 0.9 * bpc["bigram"]
+
+
+def test_bits_per_char_is_pytorchs_cross_entropy_in_bits():
+    """eq-bits-per-char: the chapter's bits (language.model_bits, read in overlapping
+    windows) and the exercise's reference are F.cross_entropy's summed nats / ln 2, on
+    a small random model whose windows all fit, and across window boundaries."""
+    import math
+
+    import torch.nn.functional as F
+
+    from transformer_lib.exercises.ch19_bits import reference_bits_per_char
+
+    g = torch.Generator().manual_seed(0)
+    cfg = tl.GPTConfig.llama(
+        vocab_size=11, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=8
+    )
+    model = tl.GPT(cfg).eval()
+    ids = torch.randint(0, 11, (30,), generator=g)
+    with torch.no_grad():
+        # one window: the whole sequence, context long enough
+        x, y = ids[:8], ids[1:9]
+        nats = F.cross_entropy(model(x[None])[0].double(), y, reduction="sum").item()
+        assert math.isclose(
+            language.model_bits(model, ids[:9]), nats / math.log(2), rel_tol=1e-12
+        )
+        assert math.isclose(
+            reference_bits_per_char(model(x[None])[0], y, 5),
+            nats / math.log(2) / 5,
+            rel_tol=1e-12,
+        )
+        # windows of 8 overlapping by one: every token after the first predicted once
+        total = sum(
+            F.cross_entropy(
+                model(ids[s : s + 9][None, :-1])[0].double(),
+                ids[s + 1 : s + 9],
+                reduction="sum",
+            ).item()
+            for s in range(0, ids.numel() - 1, 8)
+        )
+        assert math.isclose(
+            language.model_bits(model, ids), total / math.log(2), rel_tol=1e-12
+        )
