@@ -411,7 +411,7 @@ def test_the_traditional_catalogs_have_the_simplified_ones_entries():
 # variant names the prose uses as they are, symbols
 KEPT_IN_TABLES = {
     "MHA", "GQA", "MQA", "FFN", "NaN", "relu", "gelu", "sin(2x)", "causal=True",
-    "rank", "χ²", "{0} / P²", "Post-LN", "Pre-LN",
+    "rank", "χ²", "{0} / P²", "Post-LN", "Pre-LN", "BPE",
 }  # fmt: skip
 TH = re.compile(r"<th\b[^>]*>(.*?)</th>", re.S)
 
