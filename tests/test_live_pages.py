@@ -72,8 +72,11 @@ class Panel:
     def type(self, text: str) -> str:
         box = self.root.locator("input[type=text]")
         box.fill(text)
+        # the state of the previous input is no answer to this one: clear it first, so
+        # that wait() sees only the state this input leads to (a fixed pause raced with
+        # a page still reading a dropped model)
+        self.root.evaluate("el => el.setAttribute('data-state', '')")
         box.press("Enter")
-        self.page.wait_for_timeout(50)
         return self.wait()
 
     def answer(self) -> list[str]:
