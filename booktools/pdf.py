@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import os
 import re
 import sys
 import time
@@ -35,7 +36,9 @@ from .paths import BUILD, ROOT, SITE
 OUT = BUILD / "pdf"
 NAME = "transformer-formula-by-formula"
 EDITIONS = ("en", "zh_CN", "zh_TW")
-CHROMIUM = "/usr/bin/chromium"
+# Debian's Chromium, as the browser tests use; CHROMIUM=/path picks another (the deploy
+# workflow's runner has Google Chrome)
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 MARGIN = {"top": "16mm", "bottom": "18mm", "left": "15mm", "right": "15mm"}
 # the front matter's words, per edition (the chapters' own titles come from the site)
 WORDS = {
@@ -64,8 +67,8 @@ LANG = {"en": "en", "zh_CN": "zh-Hans", "zh_TW": "zh-Hant"}
 # table where Unicode has no decomposition (the simplified radicals)
 RADICALS = dict(
     zip(
-        map(ord, "⻅⻉⻋⻓⻔⻛⻜⻢⻥⻦⻩⻬⻰⻈⻐"),
-        "见贝车长门风飞马鱼鸟黄齐龙讠钅",
+        map(ord, "⻅⻉⻋⻓⻔⻛⻜⻢⻥⻦⻩⻬⻰⻈⻐⻆⻑⻚⻝⻘⻣⻤⻨⻮⻊⻙⻠⻡"),
+        "见贝车长门风飞马鱼鸟黄齐龙讠钅角長页食青骨鬼麦齿足韦饣首",
         strict=True,
     )
 )
@@ -104,6 +107,7 @@ mjx-container[display="true"] { overflow: visible !important; break-inside: avoi
 table { break-inside: auto; font-size: 9pt; }
 h1, h2, h3 { break-after: avoid; }
 div.cell_input, div.highlight, .admonition-title { break-inside: avoid; }
+details.above-input, .tag_remove-input .cell_input { display: none !important; }
 .tl-print-live { font-size: 8.5pt; color: #444; margin-top: 1mm; }
 """
 
@@ -118,7 +122,7 @@ PREPARE_JS = """async ([words, url]) => {
     fig.after(p);
   });
   document.querySelectorAll('img[loading]').forEach(i => i.loading = 'eager');
-  document.querySelectorAll('details').forEach(d => d.open = true);
+  document.querySelectorAll('details:not(.above-input)').forEach(d => d.open = true);
   document.querySelectorAll('.toggle-hidden')
     .forEach(e => e.classList.remove('toggle-hidden'));
   if (window.MathJax && MathJax.startup && MathJax.startup.promise)
@@ -289,15 +293,17 @@ def build(edition: str) -> dict:
         browser.close()
     writer = PdfWriter()
     writer.append(str(front), import_outline=False)
-    part_item, part = None, None
+    for f in files:
+        writer.append(str(f), import_outline=False)
+    part_item, part = None, None  # the outline, once every page is in
     for ch, f in zip(chaps, files, strict=True):
         if ch.part and ch.part != part:
             part = ch.part
             part_item = writer.add_outline_item(title=part, page_number=ch.first)
+        parent = part_item if ch.part else None
         item = writer.add_outline_item(
-            title=ch.title, page_number=ch.first, parent=part_item if ch.part else None
+            title=ch.title, page_number=ch.first, parent=parent
         )
-        writer.append(str(f), outline_item=None, import_outline=False)
         _import_sections(writer, PdfReader(f), ch.first, item)
     _front_links(writer, chaps, offset)
     turned = _relink(writer, chaps, site_dir(edition))
