@@ -135,7 +135,8 @@ test-site: $(STAMP)
 ## make pdf: the printed book, one PDF per edition, from the built site (make book):
 ## _build/pdf/transformer-formula-by-formula.{en,zh_CN,zh_TW}.pdf. Chromium prints each
 ## chapter once and pypdf joins them (booktools/pdf.py); two editions side by side.
-## Not part of make test: about 5 minutes for the three here (2 cores, other work running)
+## Not part of make test: 157 s for the three here, two side by side (210 s one at a time),
+## at a load of about 2 on 2 cores; up to 287 s with other work running
 pdf: $(STAMP) fonts
 	@test -f _build/html/index.html || { echo "No site yet: run 'make book' first"; exit 1; }
 	$(PY) -m booktools.pdf --jobs 2
