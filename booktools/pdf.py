@@ -107,7 +107,8 @@ mjx-container[display="true"] { overflow: visible !important; break-inside: avoi
 table { break-inside: auto; font-size: 9pt; }
 h1, h2, h3 { break-after: avoid; }
 div.cell_input, div.highlight, .admonition-title { break-inside: avoid; }
-details.above-input, .tag_remove-input .cell_input { display: none !important; }
+details.above-input, .tag_remove-input .cell_input, details.hide > summary {
+  display: none !important; }
 .tl-print-live { font-size: 8.5pt; color: #444; margin-top: 1mm; }
 """
 
