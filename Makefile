@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # every test run prints its slowest cells or tests, so a CI log says where the time goes
 DURATIONS := --durations=25 --durations-min=5
 
-.PHONY: setup lock test-fast fonts corpora language-models book catalogs serve lab lint test test-lib test-notebooks test-site bench clean
+.PHONY: setup lock test-fast fonts corpora language-models book catalogs serve lab lint test test-lib test-notebooks test-site pdf test-pdf bench clean
 
 setup: $(STAMP)
 
@@ -134,6 +134,19 @@ test-notebooks: $(STAMP) fonts corpora
 ## three pytest-xdist workers, as a worker spends much of its time waiting on its browser
 test-site: $(STAMP)
 	$(PY) -m pytest -q -n 3 -p no:cacheprovider $(DURATIONS) $(SITE_TESTS)
+
+## make pdf: the printed book, one PDF per edition, from the built site (make book):
+## _build/pdf/transformer-formula-by-formula.{en,zh_CN,zh_TW}.pdf. Chromium prints each
+## chapter once and pypdf joins them (booktools/pdf.py); two editions side by side.
+## Not part of make test: 157 s for the three here, two side by side (210 s one at a time),
+## at a load of about 2 on 2 cores; up to 287 s with other work running
+pdf: $(STAMP) fonts
+	@test -f _build/html/index.html || { echo "No site yet: run 'make book' first"; exit 1; }
+	$(PY) -m booktools.pdf --jobs 2
+
+## make test-pdf: the PDFs against the table of contents (tests/test_pdf.py; skips without them)
+test-pdf: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_pdf.py
 
 ## make bench: every benchmarks/*.py (files starting with _ are helpers): speed and
 ## memory ratios, not part of make test. Runs them all, then fails if any missed its target.
