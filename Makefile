@@ -73,8 +73,9 @@ corpora:
 			echo "the language models need Debian's fortunes-zh and fortunes: install them"; exit 1; \
 		fi; }
 
-## make language-models: train the two language models (deterministic, about 15 minutes
-## each on one core, side by side) and write them with their logs to book/_static/live/
+## make language-models: train the two language models (deterministic, about 250 s of CPU
+## each on one core, side by side; their logs hold the times) and write them with their logs
+## to book/_static/live/
 language-models: $(STAMP) corpora
 	OMP_NUM_THREADS=1 $(PY) scripts/train_language_models.py
 
