@@ -139,11 +139,15 @@ test-site: $(STAMP)
 ## make pdf: the printed book, one PDF per edition, from the built site (make book):
 ## _build/pdf/transformer-formula-by-formula.{en,zh_CN,zh_TW}.pdf. Chromium prints each
 ## chapter once and pypdf joins them (booktools/pdf.py); two editions side by side.
+## Each is also copied into its edition's site (_build/html/pdf/, zh_CN/pdf/, zh_TW/pdf/).
 ## Not part of make test: 157 s for the three here, two side by side (210 s one at a time),
 ## at a load of about 2 on 2 cores; up to 287 s with other work running
 pdf: $(STAMP) fonts
 	@test -f _build/html/index.html || { echo "No site yet: run 'make book' first"; exit 1; }
 	$(PY) -m booktools.pdf --jobs 2
+	@# each edition's PDF in its site's pdf/ folder, where the sidebar's PDF link points
+	for e in en zh_CN zh_TW; do d=_build/html$$([ $$e = en ] || echo /$$e)/pdf; \
+		mkdir -p $$d && cp _build/pdf/transformer-formula-by-formula.$$e.pdf $$d/; done
 
 ## make test-pdf: the PDFs against the table of contents (tests/test_pdf.py; skips without them)
 test-pdf: $(STAMP)
