@@ -202,6 +202,8 @@ def add_switcher(
     if app.builder.format != "html":
         return
     context["tl_editions"] = language_links(app, pagename)
+    # the edition as the config names it (zh_TW); templates get `language` as zh-TW
+    context["tl_edition"] = app.config.language or "en"
 
 
 def translate_author(
